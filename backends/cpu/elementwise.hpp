@@ -1,0 +1,73 @@
+/// CPU elementwise kernels: Eigen array expressions (vectorised) over flat buffers.
+#pragma once
+#include <Eigen/Core>
+#include <type_traits>
+#include <vector>
+
+#include "fluxion/primitive.hpp"
+
+namespace fluxion::cpu {
+
+template <class T> using ArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+template <class T> using MutableArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+
+namespace elementwise_detail {
+// Op::array(a) is the vectorised Eigen form; ops without one fall back to Op::scalar per element.
+template <class Op, class A, class = void> struct has_unary_array : std::false_type {};
+template <class Op, class A>
+struct has_unary_array<Op, A, std::void_t<decltype(Op::array(std::declval<const A&>()))>> : std::true_type {};
+template <class Op, class A, class B, class = void> struct has_binary_array : std::false_type {};
+template <class Op, class A, class B>
+struct has_binary_array<Op, A, B, std::void_t<decltype(Op::array(std::declval<const A&>(), std::declval<const B&>()))>>
+    : std::true_type {};
+
+template <class Op, class A>
+auto unary_expr(const A& a) {
+  using T = typename A::Scalar;
+  if constexpr (has_unary_array<Op, A>::value) return Op::array(a);
+  else return a.unaryExpr([](T x) { return Op::scalar(x); });
+}
+
+template <class Op, class A, class B>
+auto binary_expr(const A& a, const B& b) {
+  using T = typename A::Scalar;
+  if constexpr (has_binary_array<Op, A, B>::value) return Op::array(a, b);
+  else return a.binaryExpr(b, [](T x, T y) { return Op::scalar(x, y); });
+}
+}  // namespace elementwise_detail
+
+template <class Op>
+void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
+      using R = decltype(Op::scalar(T{}));
+      const int64_t n = in[0].size();
+      ArrayMap<T> x(in[0].data<T>(), n);
+      MutableArrayMap<R> y(out[0].mutable_data<R>(), n);
+      y = elementwise_detail::unary_expr<Op>(x);
+    }
+  });
+}
+
+template <class Op>
+void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
+      using R = decltype(Op::scalar(T{}, T{}));
+      using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const int64_t n = out[0].size();
+      MutableArrayMap<R> y(out[0].mutable_data<R>(), n);
+      const bool a_scalar = in[0].ndim() == 0 && n != 1, b_scalar = in[1].ndim() == 0 && n != 1;
+      if (a_scalar)
+        y = elementwise_detail::binary_expr<Op>(Array::Constant(n, in[0].data<T>()[0]), ArrayMap<T>(in[1].data<T>(), n));
+      else if (b_scalar)
+        y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n), Array::Constant(n, in[1].data<T>()[0]));
+      else
+        y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n), ArrayMap<T>(in[1].data<T>(), n));
+    }
+  });
+}
+
+}  // namespace fluxion::cpu

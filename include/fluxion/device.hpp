@@ -1,0 +1,34 @@
+/// Devices: where a buffer lives and which backend runs kernels on it.
+#pragma once
+#include <ostream>
+
+namespace fluxion {
+
+/// A device: the CPU (default) or CUDA GPU number `index`.
+struct Device {
+  enum class Kind : uint8_t { cpu = 0, cuda = 1 };
+  Kind kind = Kind::cpu;
+  int index = 0;
+
+  static Device cpu() { return Device{}; }
+  static Device cuda(int index = 0) { return Device{Kind::cuda, index}; }
+  bool is_cpu() const { return kind == Kind::cpu; }
+  bool is_cuda() const { return kind == Kind::cuda; }
+  friend bool operator==(Device a, Device b) { return a.kind == b.kind && a.index == b.index; }
+  friend bool operator!=(Device a, Device b) { return !(a == b); }
+};
+
+/// Prints "cpu" or "cuda:0".
+inline std::ostream& operator<<(std::ostream& os, Device d) {
+  if (d.is_cpu()) return os << "cpu";
+  return os << "cuda:" << d.index;
+}
+
+/// Which kernel table runs an op: the naive reference loops, the CPU (Eigen) kernels, or CUDA.
+enum class Backend : uint8_t { reference = 0, cpu = 1, cuda = 2 };
+inline constexpr int kNumBackends = 3;
+inline const char* backend_name(Backend b) {
+  return b == Backend::reference ? "reference" : b == Backend::cpu ? "cpu" : "cuda";
+}
+
+}  // namespace fluxion

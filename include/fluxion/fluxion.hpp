@@ -1,0 +1,21 @@
+/// Fluxion: composable function transformations for C++ — the umbrella header.
+///
+/// Link the CMake target fluxion::fluxion, or, with nothing but include paths (notebooks, quick
+/// experiments), `#define FLUXION_IMPLEMENTATION` before including this header in exactly one
+/// translation unit (or the first notebook cell) to compile the implementation into it.
+#pragma once
+
+#include "fluxion/device.hpp"
+#include "fluxion/dtype.hpp"
+#include "fluxion/errors.hpp"
+#include "fluxion/interpreter.hpp"
+#include "fluxion/jaxpr.hpp"
+#include "fluxion/lax.hpp"
+#include "fluxion/ops.hpp"
+#include "fluxion/primitive.hpp"
+#include "fluxion/shape.hpp"
+#include "fluxion/tensor.hpp"
+
+#ifdef FLUXION_IMPLEMENTATION
+#include "fluxion/implementation.hpp"
+#endif

@@ -1,0 +1,147 @@
+/// Primitives: a name, a params struct and rules (shape, kernels per backend, traits), and bind.
+#pragma once
+#include <array>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "fluxion/shape.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion {
+
+class Primitive;
+
+/// Parameters of one primitive application (axes, shapes, dtypes...). Immutable once bound.
+class Params {
+ public:
+  virtual ~Params() = default;
+  /// Prints "name=value" pairs separated by spaces (nothing for parameterless primitives).
+  virtual void print(std::ostream& os) const = 0;
+  virtual bool equals(const Params& other) const = 0;
+  virtual size_t hash() const = 0;
+  virtual std::shared_ptr<const Params> clone() const = 0;
+  virtual bool empty() const { return false; }
+  /// The concrete params struct; a wrong P is a programming error inside a rule.
+  template <class P> const P& as() const {
+    const P* p = dynamic_cast<const P*>(this);
+    if (!p) detail::fail<Error>("params", "internal: expected ", typeid(P).name(), ".");
+    return *p;
+  }
+};
+
+/// Params of primitives that take none.
+struct NoParams final : Params {
+  void print(std::ostream&) const override {}
+  bool equals(const Params& o) const override { return dynamic_cast<const NoParams*>(&o) != nullptr; }
+  size_t hash() const override { return 0; }
+  std::shared_ptr<const Params> clone() const override { return std::make_shared<NoParams>(); }
+  bool empty() const override { return true; }
+};
+const NoParams& no_params();
+
+/// Pair of axis lists, printed "((1,),(0,))": dot_general's contracting and batch dimensions.
+using AxisPair = std::pair<std::vector<int64_t>, std::vector<int64_t>>;
+
+namespace detail {
+void print_param(std::ostream& os, int64_t v);
+void print_param(std::ostream& os, bool v);
+void print_param(std::ostream& os, double v);
+void print_param(std::ostream& os, DType v);
+void print_param(std::ostream& os, const Shape& v);
+void print_param(std::ostream& os, const std::vector<int64_t>& v);
+void print_param(std::ostream& os, const AxisPair& v);
+size_t hash_param(int64_t v);
+size_t hash_param(bool v);
+size_t hash_param(double v);
+size_t hash_param(DType v);
+size_t hash_param(const Shape& v);
+size_t hash_param(const std::vector<int64_t>& v);
+size_t hash_param(const AxisPair& v);
+inline size_t hash_combine(size_t seed, size_t h) { return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
+}  // namespace detail
+
+/// CRTP base giving print/equals/hash/clone from two members of Derived:
+///   auto fields() const { return std::tie(a, b); }
+///   static constexpr const char* names[] = {"a", "b"};
+template <class Derived>
+struct ParamsOf : Params {
+  void print(std::ostream& os) const override {
+    const auto& self = static_cast<const Derived&>(*this);
+    print_fields(os, self.fields(), std::make_index_sequence<std::tuple_size_v<decltype(self.fields())>>{});
+  }
+  bool equals(const Params& o) const override {
+    const auto* other = dynamic_cast<const Derived*>(&o);
+    return other && static_cast<const Derived&>(*this).fields() == other->fields();
+  }
+  size_t hash() const override {
+    size_t h = typeid(Derived).hash_code();
+    std::apply([&](const auto&... f) { ((h = detail::hash_combine(h, detail::hash_param(f))), ...); },
+               static_cast<const Derived&>(*this).fields());
+    return h;
+  }
+  std::shared_ptr<const Params> clone() const override {
+    return std::make_shared<Derived>(static_cast<const Derived&>(*this));
+  }
+
+ private:
+  template <class Tuple, size_t... I>
+  static void print_fields(std::ostream& os, const Tuple& t, std::index_sequence<I...>) {
+    ((os << (I ? " " : "") << Derived::names[I] << "=", detail::print_param(os, std::get<I>(t))), ...);
+  }
+};
+
+/// Properties read by passes (fusion, CSE, simplifier) instead of lists of primitive types.
+struct Traits {
+  bool elementwise = false;  // output[i] depends only on inputs[i] (rank-0 operands broadcast)
+  bool linear = false;       // linear in every floating input (transpose rule exists)
+  bool commutative = false;  // binary and symmetric in its two inputs
+  bool view = false;         // output 0 is input 0's bytes reinterpreted: eager makes a view, no kernel
+};
+
+/// Computes output avals from input avals and params; the only place output avals are computed.
+/// Validates everything and throws ShapeError / DTypeError / AxisError naming the primitive.
+using ShapeRule = std::vector<AbstractValue> (*)(const Primitive& self,
+                                                 const std::vector<AbstractValue>& inputs,
+                                                 const Params& params);
+/// Runs the primitive on concrete inputs; outputs are allocated by the caller with the avals the
+/// shape rule computed.
+using Kernel = void (*)(const std::vector<Tensor>& inputs, const Params& params,
+                        std::vector<Tensor>& outputs);
+
+/// A primitive operation: defined once (in primitives/), with every rule in one place.
+class Primitive {
+ public:
+  std::string name;
+  Traits traits;
+  ShapeRule shape_rule = nullptr;
+  std::array<Kernel, kNumBackends> kernels{};  // indexed by Backend
+
+  Kernel kernel(Backend b) const { return kernels[static_cast<size_t>(b)]; }
+  /// Runs the shape rule (validation included).
+  std::vector<AbstractValue> abstract_eval(const std::vector<AbstractValue>& in, const Params& p) const {
+    return shape_rule(*this, in, p);
+  }
+};
+
+/// Every registered primitive, in a stable order. The single list every dispatcher and test reads.
+const std::vector<const Primitive*>& all_primitives();
+/// The registered primitive called `name`, or nullptr.
+const Primitive* find_primitive(const std::string& name);
+
+/// Applies `p` under the current interpreter (eager evaluation unless a transform is active).
+std::vector<Tensor> bind(const Primitive& p, const std::vector<Tensor>& inputs,
+                         const Params& params = no_params());
+/// bind() for single-output primitives.
+Tensor bind1(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params = no_params());
+
+/// Runs `p` eagerly on concrete inputs with the kernels of `backend` (tests use Backend::reference).
+std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs,
+                                   const Params& params, Backend backend);
+
+}  // namespace fluxion

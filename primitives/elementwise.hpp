@@ -1,0 +1,91 @@
+/// Family helpers for elementwise primitives: one Op struct gives the shape rule and kernels.
+///
+/// An Op struct provides
+///   static constexpr const char* name;      static constexpr DTypeSet dtypes;
+///   template <class T> static R scalar(T...);     // shared CPU/CUDA scalar functor
+///   template <class A> static auto array(A...);   // optional vectorised Eigen form
+///   template <class T> static R reference(T...);  // the spec, computed independently
+/// R is T, or bool for predicates.
+#pragma once
+#include <vector>
+
+#include "backends/cpu/elementwise.hpp"
+#include "backends/reference/elementwise.hpp"
+#include "fluxion/primitive.hpp"
+
+namespace fluxion::primitives {
+
+/// Result dtype of an elementwise Op applied to elements of dtype `d`.
+template <class Op, int Arity>
+DType elementwise_result_dtype(DType d) {
+  return dispatch_dtype(d, [](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!Op::dtypes.contains(dtype_of_v<T>)) {
+      return dtype_of_v<T>;
+    } else if constexpr (Arity == 1) {
+      return dtype_of_v<decltype(Op::scalar(T{}))>;
+    } else {
+      return dtype_of_v<decltype(Op::scalar(T{}, T{}))>;
+    }
+  });
+}
+
+/// Checks the input count; ShapeError naming the primitive otherwise.
+void check_arity(const Primitive& self, const std::vector<AbstractValue>& in, size_t expected);
+/// Checks `a.dtype` is in `allowed`; DTypeError naming the primitive otherwise.
+void check_dtype_in(const Primitive& self, const AbstractValue& a, DTypeSet allowed);
+/// Shape of a binary elementwise result: equal shapes, or one rank-0 operand.
+Shape elementwise_binary_shape(const Primitive& self, const AbstractValue& a, const AbstractValue& b);
+
+template <class Op>
+std::vector<AbstractValue> unary_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                            const Params&) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], Op::dtypes);
+  return {AbstractValue{in[0].shape, elementwise_result_dtype<Op, 1>(in[0].dtype)}};
+}
+
+template <class Op>
+std::vector<AbstractValue> binary_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                             const Params&) {
+  check_arity(self, in, 2);
+  check_dtype_in(self, in[0], Op::dtypes);
+  check_dtype_in(self, in[1], Op::dtypes);
+  Shape s = elementwise_binary_shape(self, in[0], in[1]);
+  return {AbstractValue{std::move(s), elementwise_result_dtype<Op, 2>(in[0].dtype)}};
+}
+
+/// Traits of an elementwise primitive.
+inline Traits elementwise_traits(bool linear = false, bool commutative = false) {
+  Traits t;
+  t.elementwise = true;
+  t.linear = linear;
+  t.commutative = commutative;
+  return t;
+}
+
+/// A unary elementwise primitive from its Op struct.
+template <class Op>
+Primitive make_unary(Traits traits = elementwise_traits()) {
+  Primitive p;
+  p.name = Op::name;
+  p.traits = traits;
+  p.shape_rule = &unary_shape_rule<Op>;
+  p.kernels[static_cast<size_t>(Backend::reference)] = &reference::unary_kernel<Op>;
+  p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
+  return p;
+}
+
+/// A binary elementwise primitive from its Op struct.
+template <class Op>
+Primitive make_binary(Traits traits = elementwise_traits()) {
+  Primitive p;
+  p.name = Op::name;
+  p.traits = traits;
+  p.shape_rule = &binary_shape_rule<Op>;
+  p.kernels[static_cast<size_t>(Backend::reference)] = &reference::binary_kernel<Op>;
+  p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
+  return p;
+}
+
+}  // namespace fluxion::primitives

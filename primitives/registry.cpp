@@ -1,0 +1,27 @@
+// The single list of primitives that every dispatcher, pass and test reads.
+#include "primitives/registry.hpp"
+
+namespace fluxion {
+
+const std::vector<const Primitive*>& all_primitives() {
+  static const std::vector<const Primitive*> list = [] {
+    std::vector<const Primitive*> l;
+    primitives::register_unary(l);
+    primitives::register_binary(l);
+    primitives::register_conversion(l);
+    primitives::register_shape(l);
+    primitives::register_reduction(l);
+    primitives::register_dot_general(l);
+    primitives::register_indexing(l);
+    return l;
+  }();
+  return list;
+}
+
+const Primitive* find_primitive(const std::string& name) {
+  for (const Primitive* p : all_primitives())
+    if (p->name == name) return p;
+  return nullptr;
+}
+
+}  // namespace fluxion

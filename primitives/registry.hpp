@@ -1,0 +1,16 @@
+/// The families' registration functions, called once by all_primitives() in registry.cpp.
+#pragma once
+#include <vector>
+
+#include "fluxion/primitive.hpp"
+
+namespace fluxion::primitives {
+// Each appends its family's primitives; registry.cpp calls them in this order.
+void register_unary(std::vector<const Primitive*>& list);
+void register_binary(std::vector<const Primitive*>& list);
+void register_conversion(std::vector<const Primitive*>& list);
+void register_shape(std::vector<const Primitive*>& list);
+void register_reduction(std::vector<const Primitive*>& list);
+void register_dot_general(std::vector<const Primitive*>& list);
+void register_indexing(std::vector<const Primitive*>& list);
+}  // namespace fluxion::primitives

@@ -1,0 +1,223 @@
+// Elementwise unary primitives: neg sin cos tan exp log log1p expm1 sqrt rsqrt tanh logistic abs
+// sign floor ceil round not stop_gradient. Each is one Op struct (scalar functor shared by CPU
+// and CUDA, optional vectorised Eigen form, independent reference) plus one registration line.
+#include <cmath>
+
+#include "fluxion/lax.hpp"
+#include "primitives/elementwise.hpp"
+#include "primitives/registry.hpp"
+
+namespace fluxion::primitives {
+namespace unary_family {
+
+using LD = long double;  // the reference computes transcendental functions in extended precision
+
+// Integer negation and abs wrap around like two's complement hardware instead of overflowing.
+template <class T> T wrap_neg(T x) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(x));
+}
+
+struct Neg {
+  static constexpr const char* name = "neg";
+  static constexpr DTypeSet dtypes = kNumeric;
+  template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return -x; }
+  template <class A> static auto array(const A& a) { return -a; }
+  template <class T> static T reference(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return T(0) - x; }
+};
+struct Sin {
+  static constexpr const char* name = "sin";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::sin(x); }
+  template <class A> static auto array(const A& a) { return a.sin(); }
+  template <class T> static T reference(T x) { return T(std::sin(LD(x))); }
+};
+struct Cos {
+  static constexpr const char* name = "cos";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::cos(x); }
+  template <class A> static auto array(const A& a) { return a.cos(); }
+  template <class T> static T reference(T x) { return T(std::cos(LD(x))); }
+};
+struct Tan {
+  static constexpr const char* name = "tan";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::tan(x); }
+  template <class T> static T reference(T x) { return T(std::sin(LD(x)) / std::cos(LD(x))); }
+};
+struct Exp {
+  static constexpr const char* name = "exp";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::exp(x); }
+  template <class A> static auto array(const A& a) { return a.exp(); }
+  template <class T> static T reference(T x) { return T(std::exp(LD(x))); }
+};
+struct Log {
+  static constexpr const char* name = "log";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::log(x); }
+  template <class A> static auto array(const A& a) { return a.log(); }
+  template <class T> static T reference(T x) { return T(std::log(LD(x))); }
+};
+struct Log1p {
+  static constexpr const char* name = "log1p";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::log1p(x); }
+  template <class A> static auto array(const A& a) { return a.log1p(); }
+  template <class T> static T reference(T x) { return T(std::log1p(LD(x))); }
+};
+struct Expm1 {
+  static constexpr const char* name = "expm1";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::expm1(x); }
+  template <class A> static auto array(const A& a) { return a.expm1(); }
+  template <class T> static T reference(T x) { return T(std::expm1(LD(x))); }
+};
+struct Sqrt {
+  static constexpr const char* name = "sqrt";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::sqrt(x); }
+  template <class A> static auto array(const A& a) { return a.sqrt(); }
+  template <class T> static T reference(T x) { return T(std::sqrt(LD(x))); }
+};
+struct Rsqrt {
+  static constexpr const char* name = "rsqrt";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return T(1) / std::sqrt(x); }
+  template <class A> static auto array(const A& a) { return a.rsqrt(); }
+  template <class T> static T reference(T x) { return T(LD(1) / std::sqrt(LD(x))); }
+};
+struct Tanh {
+  static constexpr const char* name = "tanh";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::tanh(x); }
+  template <class A> static auto array(const A& a) { return a.tanh(); }
+  template <class T> static T reference(T x) { return T(std::tanh(LD(x))); }
+};
+struct Logistic {
+  static constexpr const char* name = "logistic";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
+  template <class A> static auto array(const A& a) { return a.logistic(); }
+  template <class T> static T reference(T x) { return T(LD(1) / (LD(1) + std::exp(-LD(x)))); }
+};
+struct Abs {
+  static constexpr const char* name = "abs";
+  static constexpr DTypeSet dtypes = kNumeric;
+  template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_neg(x) : x; else return std::abs(x); }
+  template <class T> static T reference(T x) { return x < T(0) ? reference_neg(x) : (x == T(0) ? T(0) : x); }
+  template <class T> static T reference_neg(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return T(0) - x; }
+};
+struct Sign {
+  static constexpr const char* name = "sign";
+  static constexpr DTypeSet dtypes = kNumeric;
+  template <class T> static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
+  template <class A> static auto array(const A& a) { return a.sign(); }
+  template <class T> static T reference(T x) {
+    if constexpr (std::is_floating_point_v<T>) if (std::isnan(x)) return x;
+    return T((x > T(0)) - (x < T(0)));
+  }
+};
+struct Floor {
+  static constexpr const char* name = "floor";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::floor(x); }
+  template <class A> static auto array(const A& a) { return a.floor(); }
+  template <class T> static T reference(T x) { return T(std::floor(LD(x))); }
+};
+struct Ceil {
+  static constexpr const char* name = "ceil";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::ceil(x); }
+  template <class A> static auto array(const A& a) { return a.ceil(); }
+  template <class T> static T reference(T x) { return T(std::ceil(LD(x))); }
+};
+struct Round {  // halfway cases away from zero (lax.round's default)
+  static constexpr const char* name = "round";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T scalar(T x) { return std::round(x); }
+  template <class A> static auto array(const A& a) { return a.round(); }
+  template <class T> static T reference(T x) {
+    LD a = std::floor(std::fabs(LD(x)) + LD(0.5));
+    return T(std::copysign(a, LD(x)));
+  }
+};
+struct Not {  // logical on bool, bitwise on integers
+  static constexpr const char* name = "not";
+  static constexpr DTypeSet dtypes = kIntegerOrBool;
+  template <class T> static T scalar(T x) { if constexpr (std::is_same_v<T, bool>) return !x; else return ~x; }
+  template <class T> static T reference(T x) { if constexpr (std::is_same_v<T, bool>) return x ? false : true; else return T(-1) - x; }
+};
+struct StopGradient {  // identity whose derivative is zero; eager evaluation is a view
+  static constexpr const char* name = "stop_gradient";
+  static constexpr DTypeSet dtypes = kAny;
+  template <class T> static T scalar(T x) { return x; }
+  template <class T> static T reference(T x) { return x; }
+};
+
+Traits view_traits() {
+  Traits t = elementwise_traits();
+  t.view = true;
+  return t;
+}
+
+#define FLUXION_UNARY(fn, Op, traits)                                        \
+  const Primitive& fn##_p() {                                                \
+    static const Primitive p = make_unary<Op>(traits);                       \
+    return p;                                                                \
+  }
+FLUXION_UNARY(neg, Neg, elementwise_traits(/*linear=*/true))
+FLUXION_UNARY(sin, Sin, elementwise_traits())
+FLUXION_UNARY(cos, Cos, elementwise_traits())
+FLUXION_UNARY(tan, Tan, elementwise_traits())
+FLUXION_UNARY(exp, Exp, elementwise_traits())
+FLUXION_UNARY(log, Log, elementwise_traits())
+FLUXION_UNARY(log1p, Log1p, elementwise_traits())
+FLUXION_UNARY(expm1, Expm1, elementwise_traits())
+FLUXION_UNARY(sqrt, Sqrt, elementwise_traits())
+FLUXION_UNARY(rsqrt, Rsqrt, elementwise_traits())
+FLUXION_UNARY(tanh, Tanh, elementwise_traits())
+FLUXION_UNARY(logistic, Logistic, elementwise_traits())
+FLUXION_UNARY(abs, Abs, elementwise_traits())
+FLUXION_UNARY(sign, Sign, elementwise_traits())
+FLUXION_UNARY(floor, Floor, elementwise_traits())
+FLUXION_UNARY(ceil, Ceil, elementwise_traits())
+FLUXION_UNARY(round, Round, elementwise_traits())
+FLUXION_UNARY(logical_not, Not, elementwise_traits())
+FLUXION_UNARY(stop_gradient, StopGradient, view_traits())
+#undef FLUXION_UNARY
+
+}  // namespace unary_family
+
+void register_unary(std::vector<const Primitive*>& list) {
+  using namespace unary_family;
+  list.insert(list.end(), {&neg_p(), &sin_p(), &cos_p(), &tan_p(), &exp_p(), &log_p(), &log1p_p(),
+                           &expm1_p(), &sqrt_p(), &rsqrt_p(), &tanh_p(), &logistic_p(), &abs_p(),
+                           &sign_p(), &floor_p(), &ceil_p(), &round_p(), &logical_not_p(),
+                           &stop_gradient_p()});
+}
+
+}  // namespace fluxion::primitives
+
+namespace fluxion::lax {
+using namespace fluxion::primitives::unary_family;
+Tensor neg(const Tensor& x) { return bind1(neg_p(), {x}); }
+Tensor sin(const Tensor& x) { return bind1(sin_p(), {x}); }
+Tensor cos(const Tensor& x) { return bind1(cos_p(), {x}); }
+Tensor tan(const Tensor& x) { return bind1(tan_p(), {x}); }
+Tensor exp(const Tensor& x) { return bind1(exp_p(), {x}); }
+Tensor log(const Tensor& x) { return bind1(log_p(), {x}); }
+Tensor log1p(const Tensor& x) { return bind1(log1p_p(), {x}); }
+Tensor expm1(const Tensor& x) { return bind1(expm1_p(), {x}); }
+Tensor sqrt(const Tensor& x) { return bind1(sqrt_p(), {x}); }
+Tensor rsqrt(const Tensor& x) { return bind1(rsqrt_p(), {x}); }
+Tensor tanh(const Tensor& x) { return bind1(tanh_p(), {x}); }
+Tensor logistic(const Tensor& x) { return bind1(logistic_p(), {x}); }
+Tensor abs(const Tensor& x) { return bind1(abs_p(), {x}); }
+Tensor sign(const Tensor& x) { return bind1(sign_p(), {x}); }
+Tensor floor(const Tensor& x) { return bind1(floor_p(), {x}); }
+Tensor ceil(const Tensor& x) { return bind1(ceil_p(), {x}); }
+Tensor round(const Tensor& x) { return bind1(round_p(), {x}); }
+Tensor logical_not(const Tensor& x) { return bind1(logical_not_p(), {x}); }
+Tensor stop_gradient(const Tensor& x) { return bind1(stop_gradient_p(), {x}); }
+}  // namespace fluxion::lax

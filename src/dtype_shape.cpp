@@ -1,0 +1,87 @@
+// DType names and sets, Shape arithmetic and printing.
+#include <sstream>
+
+#include "fluxion/dtype.hpp"
+#include "fluxion/shape.hpp"
+
+namespace fluxion {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::boolean: return "bool";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+  }
+  return "?";
+}
+
+int64_t dtype_size(DType d) {
+  switch (d) {
+    case DType::boolean: return 1;
+    case DType::i32: return 4;
+    case DType::i64: return 8;
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+  }
+  return 0;
+}
+
+std::string DTypeSet::describe() const {
+  std::string out;
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if (!contains(static_cast<DType>(i))) continue;
+    if (!out.empty()) out += ", ";
+    out += dtype_name(static_cast<DType>(i));
+  }
+  return out;
+}
+
+int64_t Shape::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+std::vector<int64_t> Shape::strides() const {
+  std::vector<int64_t> s(dims_.size());
+  int64_t acc = 1;
+  for (size_t i = dims_.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= dims_[i];
+  }
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  os << '[';
+  for (int64_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  return os << ']';
+}
+
+std::ostream& operator<<(std::ostream& os, const AbstractValue& a) { return os << a.dtype << a.shape; }
+
+int64_t checked_num_elements(const char* where, const std::vector<int64_t>& dims) {
+  // 2^48 elements is far beyond any machine's memory; larger products are certainly a bug.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      detail::fail<ShapeError>(where, "negative dimension ", d, " in shape ", Shape(dims),
+                               ". Dimensions must be >= 0.");
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      detail::fail<ShapeError>(where, "shape ", Shape(dims), " has more than 2^48 elements. ",
+                               "Check the dimensions for a mistake.");
+  }
+  return n;
+}
+
+int64_t normalize_axis(const char* where, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank || (rank == 0))
+    detail::fail<AxisError>(where, "axis ", axis, " is out of range for rank ", rank,
+                            ". Use an axis in [", -rank, ", ", rank, ").");
+  return axis < 0 ? axis + rank : axis;
+}
+
+}  // namespace fluxion

@@ -1,0 +1,1 @@
+// The numpy-style op layer (being written).

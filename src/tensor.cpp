@@ -1,0 +1,217 @@
+// Buffers, tensor handles, creation functions and printing.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <new>
+#include <sstream>
+
+#include "fluxion/interpreter.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion {
+
+namespace {
+// 64-byte alignment lets Eigen use aligned packet loads and keeps rows on cache lines.
+constexpr size_t kAlignment = 64;
+}  // namespace
+
+Buffer::Buffer(Device device, int64_t nbytes) : nbytes_(nbytes), device_(device) {
+  if (!device.is_cpu())
+    detail::fail<DeviceError>("buffer", "cannot allocate on ", device,
+                              ": this build only has the CPU backend. Use fx::Device::cpu().");
+  if (nbytes == 0) return;
+  size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) / kAlignment * kAlignment;
+  data_ = std::aligned_alloc(kAlignment, rounded);
+  if (!data_)
+    detail::fail<OutOfMemoryError>("buffer", "could not allocate ", nbytes, " bytes on ", device,
+                                   ". Reduce the tensor sizes or free memory.");
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+Tensor TracerImpl::concrete_value(const char* what) const {
+  detail::fail<ConcretizationError>(
+      what, "cannot convert a value traced by ", owner_->transform, " (", aval(),
+      ") to a concrete value: under ", owner_->transform,
+      " values are abstract. Use fx::where, fx::cond or fx::while_loop for value-dependent "
+      "control flow.");
+}
+
+const TensorImpl* Tensor::checked() const {
+  if (!impl_)
+    detail::fail<Error>("tensor", "use of an empty (default-constructed) Tensor. ",
+                        "Assign it a value first.");
+  return impl_.get();
+}
+
+Tensor Tensor::concrete(const char* what) const {
+  const TensorImpl* p = checked();
+  if (!p->is_tracer()) return *this;
+  return static_cast<const TracerImpl*>(p)->concrete_value(what).concrete(what);
+}
+
+const ArrayImpl& Tensor::array(const char* what) const {
+  const TensorImpl* p = checked();
+  if (p->is_tracer()) {
+    // A tracer whose transform knows a concrete value (jvp) is never handed to a kernel directly.
+    static_cast<const TracerImpl*>(p)->concrete_value(what);
+    detail::fail<ConcretizationError>(what, "expected a concrete array, got a traced value ",
+                                      p->aval(), ". Call .concrete() first.");
+  }
+  return static_cast<const ArrayImpl&>(*p);
+}
+
+namespace detail {
+void check_dtype_access(const Tensor& t, DType requested, const char* what) {
+  if (t.dtype() != requested)
+    fail<DTypeError>(what, "requested elements of type ", requested, " from a tensor of dtype ",
+                     t.dtype(), ". Convert with fx::astype or use the matching C++ type.");
+}
+}  // namespace detail
+
+Tensor empty(const AbstractValue& aval, Device device) {
+  int64_t n = checked_num_elements("empty", aval.shape.dims());
+  auto buffer = std::make_shared<Buffer>(device, n * dtype_size(aval.dtype));
+  return Tensor(std::make_shared<ArrayImpl>(aval, std::move(buffer)));
+}
+
+Tensor make_view(const Tensor& base, const AbstractValue& aval) {
+  const ArrayImpl& a = base.array("view");
+  return Tensor(std::make_shared<ArrayImpl>(aval, a.buffer()));
+}
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(AbstractValue{shape, dtype});
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v = detail::convert_scalar<T>(value);
+    T* p = static_cast<T*>(t.array().data());
+    std::fill(p, p + t.size(), v);
+  });
+  return t;
+}
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.dtype()); }
+
+Tensor arange(int64_t n, DType dtype) { return arange(0, n, 1, dtype); }
+
+Tensor arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
+  if (step == 0) detail::fail<Error>("arange", "step must not be 0. Use a positive or negative step.");
+  int64_t n = 0;
+  if ((step > 0 && stop > start) || (step < 0 && stop < start))
+    n = (stop - start + step + (step > 0 ? -1 : 1)) / step;
+  Tensor t = empty(AbstractValue{Shape{n}, dtype});
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(t.array().data());
+    for (int64_t i = 0; i < n; ++i) p[i] = detail::convert_scalar<T>(start + i * step);
+  });
+  return t;
+}
+
+Tensor linspace(double start, double stop, int64_t num, DType dtype) {
+  if (num < 0) detail::fail<ShapeError>("linspace", "num must be >= 0, got ", num, ".");
+  Tensor t = empty(AbstractValue{Shape{num}, dtype});
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(t.array().data());
+    double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
+    for (int64_t i = 0; i < num; ++i)
+      p[i] = detail::convert_scalar<T>(i == num - 1 && num > 1 ? stop : start + step * static_cast<double>(i));
+  });
+  return t;
+}
+
+Tensor eye(int64_t n, DType dtype) {
+  Tensor t = zeros(Shape{n, n}, dtype);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(t.array().data());
+    for (int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
+  });
+  return t;
+}
+
+// ---- printing ----
+namespace {
+
+template <class T>
+std::string format_element(T v) {
+  std::ostringstream os;
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "True" : "False");
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    os << std::setprecision(std::is_same_v<T, float> ? 7 : 8) << v;
+    std::string s = os.str();
+    if (s.find_first_of(".e") == std::string::npos) s += ".";
+    return s;
+  } else {
+    os << v;
+  }
+  return os.str();
+}
+
+// Prints the sub-array at `offset` of dims [dim, ndim), numpy style, eliding the middle of long
+// axes when the tensor is large.
+template <class T>
+void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& strides, size_t dim, int64_t offset, bool summarize,
+                 size_t width) {
+  if (dim == dims.size()) {
+    std::string s = format_element(data[offset]);
+    os << std::string(width > s.size() ? width - s.size() : 0, ' ') << s;
+    return;
+  }
+  os << '[';
+  int64_t n = dims[dim];
+  constexpr int64_t kEdge = 3;
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdge && i == kEdge) {
+      os << (dim + 1 == dims.size() ? " ..." : "\n" + std::string(dim + 1, ' ') + "...");
+      i = n - kEdge;
+    }
+    if (i > 0) {
+      if (dim + 1 == dims.size()) os << ' ';
+      else os << std::string(dims.size() - dim - 1, '\n') << std::string(dim + 1, ' ');
+    }
+    print_block(os, data, dims, strides, dim + 1, offset + i * strides[dim], summarize, width);
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(empty)";
+  if (t.is_tracer()) {
+    const auto& tr = static_cast<const TracerImpl&>(*t.impl());
+    return os << "Traced<" << t.aval() << ">with<" << tr.owner()->transform << ">";
+  }
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* data = static_cast<const T*>(t.array().data());
+    const auto& dims = t.shape().dims();
+    int64_t n = t.size();
+    bool summarize = n > 1000;
+    size_t width = 0;
+    for (int64_t i = 0; i < n && i < 4096; ++i) width = std::max(width, format_element(data[i]).size());
+    if (dims.empty()) {
+      os << format_element(data[0]);
+      return;
+    }
+    if (n == 0) {
+      os << "[]";
+      return;
+    }
+    print_block(os, data, dims, t.shape().strides(), 0, 0, summarize, width);
+  });
+  return os;
+}
+
+}  // namespace fluxion

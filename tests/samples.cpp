@@ -1,0 +1,67 @@
+// The sample registry, deterministic random tensors and tensor comparison.
+#include "samples.hpp"
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace fluxion::testing {
+
+namespace {
+std::map<std::string, PrimitiveSamples>& registry() {
+  static std::map<std::string, PrimitiveSamples> r;
+  return r;
+}
+}  // namespace
+
+bool register_samples(const std::string& primitive, PrimitiveSamples samples) {
+  registry()[primitive] = std::move(samples);
+  return true;
+}
+
+const std::map<std::string, PrimitiveSamples>& sample_registry() { return registry(); }
+
+Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed * 7919 + 17);
+  std::uniform_real_distribution<double> u(lo, hi);
+  int64_t n = checked_num_elements("random_tensor", shape.dims());
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    x = u(rng);
+    if (dtype == boolean) x = x > (lo + hi) / 2 ? 1.0 : 0.0;
+    else if (is_integer(dtype)) x = std::round(x);
+  }
+  Tensor t = empty(AbstractValue{shape, dtype});
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.mutable_data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = detail::convert_scalar<T>(v[static_cast<size_t>(i)]);
+  });
+  return t;
+}
+
+std::string compare_tensors(const Tensor& got, const Tensor& want, double* worst_rel) {
+  std::ostringstream os;
+  if (got.aval() != want.aval()) {
+    os << "aval " << got.aval() << " != " << want.aval();
+    return os.str();
+  }
+  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  double atol = 0, rtol = 0;
+  if (got.dtype() == f32) atol = 1e-6, rtol = 1e-5;
+  if (got.dtype() == f64) atol = 1e-13, rtol = 1e-12;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && std::isnan(w[i])) continue;
+    if (g[i] == w[i]) continue;
+    double err = std::fabs(g[i] - w[i]);
+    if (worst_rel) *worst_rel = std::max(*worst_rel, err / std::max(std::fabs(w[i]), 1e-300));
+    if (!(err <= atol + rtol * std::fabs(w[i]))) {
+      os.precision(17);
+      os << "element " << i << ": got " << g[i] << ", want " << w[i];
+      return os.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace fluxion::testing

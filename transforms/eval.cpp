@@ -1,0 +1,108 @@
+// The interpreter stack and the eager interpreter: bind -> shape rule -> kernel, now.
+#include <cstring>
+
+#include "fluxion/interpreter.hpp"
+#include "fluxion/primitive.hpp"
+
+namespace fluxion {
+
+namespace eval_detail {
+
+/// Evaluates primitives immediately with the kernels of the inputs' device.
+class EvalInterpreter final : public Interpreter {
+ public:
+  EvalInterpreter() : Interpreter(Root{}) {}
+  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
+                              const Params& params) override {
+    for (const Tensor& t : inputs) check_visible(t, p.name.c_str());
+    Backend backend = Backend::cpu;
+    if (!inputs.empty() && inputs[0].device().is_cuda()) backend = Backend::cuda;
+    return eval_primitive(p, inputs, params, backend);
+  }
+};
+
+thread_local Interpreter* current = nullptr;
+
+}  // namespace eval_detail
+
+Interpreter::Interpreter(Root) : tag_(std::make_shared<InterpreterTag>()) {}
+
+Interpreter::Interpreter(const char* transform)
+    : parent_(&current_interpreter()), tag_(std::make_shared<InterpreterTag>()) {
+  tag_->transform = transform;
+  tag_->level = parent_->level() + 1;
+}
+
+Interpreter::~Interpreter() { tag_->active = false; }
+
+bool Interpreter::owns(const Tensor& t) const {
+  const TensorImpl* p = t.impl().get();
+  return p && p->is_tracer() && static_cast<const TracerImpl*>(p)->owner() == tag_;
+}
+
+void Interpreter::check_visible(const Tensor& t, const char* op) const {
+  const TensorImpl* p = t.impl().get();
+  if (!p)
+    detail::fail<Error>(op, "an input is an empty (default-constructed) Tensor. Assign it a value first.");
+  if (!p->is_tracer()) return;
+  const InterpreterTag& owner = *static_cast<const TracerImpl*>(p)->owner();
+  if (owner.active && owner.level <= level()) return;
+  detail::fail<LeakedTracerError>(
+      op, "a value traced by ", owner.transform, " (", p->aval(), ") was used ",
+      owner.active ? "inside an outer transform" : "after its transform returned",
+      ". Return values from the transformed function instead of storing them in captured or "
+      "global variables.");
+}
+
+Interpreter& eval_interpreter() {
+  thread_local eval_detail::EvalInterpreter eval;
+  return eval;
+}
+
+Interpreter& current_interpreter() {
+  if (!eval_detail::current) eval_detail::current = &eval_interpreter();
+  return *eval_detail::current;
+}
+
+InterpreterScope::InterpreterScope(Interpreter& interp) : previous_(&current_interpreter()) {
+  eval_detail::current = &interp;
+}
+InterpreterScope::~InterpreterScope() { eval_detail::current = previous_; }
+
+std::vector<Tensor> bind(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) {
+  return current_interpreter().process(p, inputs, params);
+}
+
+Tensor bind1(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) {
+  std::vector<Tensor> out = current_interpreter().process(p, inputs, params);
+  return std::move(out[0]);
+}
+
+std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs,
+                                   const Params& params, Backend backend) {
+  std::vector<AbstractValue> in_avals;
+  in_avals.reserve(inputs.size());
+  Device device = inputs.empty() ? Device::cpu() : inputs[0].device();
+  for (const Tensor& t : inputs) {
+    if (t.device() != device)
+      detail::fail<DeviceError>(p.name.c_str(), "inputs live on different devices (", device, " and ",
+                                t.device(), "). Move them with fx::device_put first.");
+    in_avals.push_back(t.aval());
+  }
+  std::vector<AbstractValue> out_avals = p.abstract_eval(in_avals, params);
+  std::vector<Tensor> outputs;
+  outputs.reserve(out_avals.size());
+  if (p.traits.view) {
+    outputs.push_back(make_view(inputs[0], out_avals[0]));
+    return outputs;
+  }
+  Kernel k = p.kernel(backend);
+  if (!k)
+    detail::fail<NotImplementedError>(p.name.c_str(), "no ", backend_name(backend),
+                                      " kernel for primitive '", p.name, "'.");
+  for (const AbstractValue& a : out_avals) outputs.push_back(empty(a, device));
+  k(inputs, params, outputs);
+  return outputs;
+}
+
+}  // namespace fluxion

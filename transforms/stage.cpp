@@ -1,0 +1,76 @@
+// The staging interpreter: records each bound primitive as an equation of a Jaxpr.
+#include "fluxion/jaxpr.hpp"
+
+namespace fluxion {
+
+namespace stage_detail {
+
+/// A Jaxpr variable seen from the traced function.
+class StageTracer final : public TracerImpl {
+ public:
+  StageTracer(AbstractValue aval, Device device, std::shared_ptr<InterpreterTag> owner, int32_t var)
+      : TracerImpl(std::move(aval), device, std::move(owner)), var_(var) {}
+  int32_t var() const { return var_; }
+
+ private:
+  int32_t var_;
+};
+
+}  // namespace stage_detail
+
+using stage_detail::StageTracer;
+
+StageInterpreter::StageInterpreter(const char* transform) : Interpreter(transform) {}
+
+Tensor StageInterpreter::new_input(const AbstractValue& aval, Device device) {
+  int32_t v = jaxpr_.new_var(aval);
+  jaxpr_.invars.push_back(v);
+  return Tensor(std::make_shared<StageTracer>(aval, device, tag(), v));
+}
+
+Atom StageInterpreter::atom_for(const Tensor& t, const char* op) {
+  check_visible(t, op);
+  if (owns(t)) return Atom::of_var(static_cast<const StageTracer&>(*t.impl()).var());
+  // A concrete scalar is printed inline as a literal; anything else (including values traced by
+  // an enclosing transform) becomes a constant input of the Jaxpr.
+  if (!t.is_tracer() && t.ndim() == 0) return Atom::of_literal(t);
+  for (const auto& [impl, var] : const_vars_)
+    if (impl == t.impl().get()) return Atom::of_var(var);
+  int32_t v = jaxpr_.new_var(t.aval());
+  jaxpr_.constvars.push_back(v);
+  jaxpr_.consts.push_back(t);
+  const_vars_.emplace_back(t.impl().get(), v);
+  return Atom::of_var(v);
+}
+
+std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
+                                              const Params& params) {
+  Equation eqn;
+  eqn.primitive = &p;
+  eqn.inputs.reserve(inputs.size());
+  std::vector<AbstractValue> in_avals;
+  in_avals.reserve(inputs.size());
+  Device device = inputs.empty() ? Device::cpu() : inputs[0].device();
+  for (const Tensor& t : inputs) {
+    eqn.inputs.push_back(atom_for(t, p.name.c_str()));
+    in_avals.push_back(t.aval());
+  }
+  std::vector<AbstractValue> out_avals = p.abstract_eval(in_avals, params);
+  eqn.params = params.clone();
+  std::vector<Tensor> outs;
+  outs.reserve(out_avals.size());
+  for (const AbstractValue& a : out_avals) {
+    int32_t v = jaxpr_.new_var(a);
+    eqn.outputs.push_back(v);
+    outs.emplace_back(std::make_shared<StageTracer>(a, device, tag(), v));
+  }
+  jaxpr_.equations.push_back(std::move(eqn));
+  return outs;
+}
+
+Jaxpr StageInterpreter::finish(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs) jaxpr_.outputs.push_back(atom_for(t, tag()->transform));
+  return std::move(jaxpr_);
+}
+
+}  // namespace fluxion
