@@ -11,16 +11,17 @@
 
 namespace fluxion {
 
-namespace {
+namespace tensor_detail {
 // 64-byte alignment lets Eigen use aligned packet loads and keeps rows on cache lines.
 constexpr size_t kAlignment = 64;
-}  // namespace
+}  // namespace tensor_detail
 
 Buffer::Buffer(Device device, int64_t nbytes) : nbytes_(nbytes), device_(device) {
   if (!device.is_cpu())
     detail::fail<DeviceError>("buffer", "cannot allocate on ", device,
                               ": this build only has the CPU backend. Use fx::Device::cpu().");
   if (nbytes == 0) return;
+  using tensor_detail::kAlignment;
   size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) / kAlignment * kAlignment;
   data_ = std::aligned_alloc(kAlignment, rounded);
   if (!data_)
@@ -137,7 +138,7 @@ Tensor eye(int64_t n, DType dtype) {
 }
 
 // ---- printing ----
-namespace {
+namespace tensor_print {
 
 template <class T>
 std::string format_element(T v) {
@@ -157,15 +158,33 @@ std::string format_element(T v) {
   return os.str();
 }
 
+// Column layout shared by all elements: numbers are aligned on the decimal point (numpy style).
+struct ElementLayout {
+  size_t int_width = 0;   // characters before the '.' (or of the whole text when there is none)
+  size_t frac_width = 0;  // characters from the '.' on
+};
+
+inline void measure(ElementLayout& l, const std::string& s) {
+  size_t dot = s.find('.');
+  size_t head = dot == std::string::npos ? s.size() : dot;
+  l.int_width = std::max(l.int_width, head);
+  l.frac_width = std::max(l.frac_width, s.size() - head);
+}
+
+inline std::string pad(const ElementLayout& l, const std::string& s) {
+  size_t dot = s.find('.');
+  size_t head = dot == std::string::npos ? s.size() : dot;
+  return std::string(l.int_width - head, ' ') + s + std::string(l.frac_width - (s.size() - head), ' ');
+}
+
 // Prints the sub-array at `offset` of dims [dim, ndim), numpy style, eliding the middle of long
 // axes when the tensor is large.
 template <class T>
 void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& dims,
                  const std::vector<int64_t>& strides, size_t dim, int64_t offset, bool summarize,
-                 size_t width) {
+                 const ElementLayout& layout) {
   if (dim == dims.size()) {
-    std::string s = format_element(data[offset]);
-    os << std::string(width > s.size() ? width - s.size() : 0, ' ') << s;
+    os << pad(layout, format_element(data[offset]));
     return;
   }
   os << '[';
@@ -180,14 +199,15 @@ void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& di
       if (dim + 1 == dims.size()) os << ' ';
       else os << std::string(dims.size() - dim - 1, '\n') << std::string(dim + 1, ' ');
     }
-    print_block(os, data, dims, strides, dim + 1, offset + i * strides[dim], summarize, width);
+    print_block(os, data, dims, strides, dim + 1, offset + i * strides[dim], summarize, layout);
   }
   os << ']';
 }
 
-}  // namespace
+}  // namespace tensor_print
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  using namespace tensor_print;
   if (!t.defined()) return os << "Tensor(empty)";
   if (t.is_tracer()) {
     const auto& tr = static_cast<const TracerImpl&>(*t.impl());
@@ -199,8 +219,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     const auto& dims = t.shape().dims();
     int64_t n = t.size();
     bool summarize = n > 1000;
-    size_t width = 0;
-    for (int64_t i = 0; i < n && i < 4096; ++i) width = std::max(width, format_element(data[i]).size());
+    ElementLayout layout;
+    for (int64_t i = 0; i < n && i < 4096; ++i) measure(layout, format_element(data[i]));
+    if (n > 4096) measure(layout, format_element(data[n - 1]));
     if (dims.empty()) {
       os << format_element(data[0]);
       return;
@@ -209,7 +230,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
       os << "[]";
       return;
     }
-    print_block(os, data, dims, t.shape().strides(), 0, 0, summarize, width);
+    print_block(os, data, dims, t.shape().strides(), 0, 0, summarize, layout);
   });
   return os;
 }
