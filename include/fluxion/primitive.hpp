@@ -123,9 +123,12 @@ class Primitive {
   std::array<Kernel, kNumBackends> kernels{};  // indexed by Backend
 
   Kernel kernel(Backend b) const { return kernels[static_cast<size_t>(b)]; }
-  /// Runs the shape rule (validation included).
+  /// Runs the shape rule (validation included); absurd output shapes are a ShapeError even when
+  /// nothing is allocated (staging).
   std::vector<AbstractValue> abstract_eval(const std::vector<AbstractValue>& in, const Params& p) const {
-    return shape_rule(*this, in, p);
+    std::vector<AbstractValue> out = shape_rule(*this, in, p);
+    for (const AbstractValue& a : out) checked_num_elements(name.c_str(), a.shape.dims());
+    return out;
   }
 };
 
