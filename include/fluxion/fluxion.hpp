@@ -13,6 +13,7 @@
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/primitive.hpp"
+#include "fluxion/pytree.hpp"
 #include "fluxion/shape.hpp"
 #include "fluxion/tensor.hpp"
 

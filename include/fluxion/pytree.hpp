@@ -1,0 +1,180 @@
+/// Pytrees: nested containers whose leaves are Tensors — std::tuple, std::pair, std::array,
+/// std::vector, std::map<std::string, T> and any Boost.Hana Struct. Transforms flatten their
+/// arguments to a list of leaves and rebuild results in the same structure.
+#pragma once
+#include <array>
+#include <map>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
+
+#include "fluxion/tensor.hpp"
+
+namespace fluxion {
+
+/// PyTree<T> says how to walk T: `flatten(x, leaves)` appends x's tensors in a fixed order and
+/// `rebuild(structure, it)` returns a copy of `structure` whose tensors are taken from `it`.
+/// Members that are not pytrees (ints, strings...) are static: copied from the structure.
+template <class T, class = void>
+struct PyTree {
+  static constexpr bool is_tree = false;
+  static void flatten(const T&, std::vector<Tensor>&) {}
+  template <class It> static T rebuild(const T& structure, It&) { return structure; }
+};
+
+/// True when T holds Tensors (a leaf or a container of pytrees).
+template <class T> inline constexpr bool is_pytree_v = PyTree<std::decay_t<T>>::is_tree;
+
+template <>
+struct PyTree<Tensor> {
+  static constexpr bool is_tree = true;
+  static void flatten(const Tensor& t, std::vector<Tensor>& out) { out.push_back(t); }
+  template <class It> static Tensor rebuild(const Tensor&, It& it) { return *it++; }
+};
+
+template <class... Ts>
+struct PyTree<std::tuple<Ts...>> {
+  static constexpr bool is_tree = (is_pytree_v<Ts> || ...);
+  static void flatten(const std::tuple<Ts...>& t, std::vector<Tensor>& out) {
+    std::apply([&](const auto&... e) { (PyTree<std::decay_t<decltype(e)>>::flatten(e, out), ...); }, t);
+  }
+  template <class It> static std::tuple<Ts...> rebuild(const std::tuple<Ts...>& s, It& it) {
+    // Braced initialisation runs left to right, matching flatten's order.
+    return std::apply([&](const auto&... e) { return std::tuple<Ts...>{PyTree<std::decay_t<decltype(e)>>::rebuild(e, it)...}; }, s);
+  }
+};
+
+template <class A, class B>
+struct PyTree<std::pair<A, B>> {
+  static constexpr bool is_tree = is_pytree_v<A> || is_pytree_v<B>;
+  static void flatten(const std::pair<A, B>& p, std::vector<Tensor>& out) {
+    PyTree<A>::flatten(p.first, out);
+    PyTree<B>::flatten(p.second, out);
+  }
+  template <class It> static std::pair<A, B> rebuild(const std::pair<A, B>& s, It& it) {
+    A a = PyTree<A>::rebuild(s.first, it);
+    B b = PyTree<B>::rebuild(s.second, it);
+    return {std::move(a), std::move(b)};
+  }
+};
+
+template <class T, size_t N>
+struct PyTree<std::array<T, N>> {
+  static constexpr bool is_tree = is_pytree_v<T>;
+  static void flatten(const std::array<T, N>& a, std::vector<Tensor>& out) {
+    for (const T& e : a) PyTree<T>::flatten(e, out);
+  }
+  template <class It> static std::array<T, N> rebuild(const std::array<T, N>& s, It& it) {
+    std::array<T, N> r = s;
+    for (size_t i = 0; i < N; ++i) r[i] = PyTree<T>::rebuild(s[i], it);
+    return r;
+  }
+};
+
+template <class T>
+struct PyTree<std::vector<T>> {
+  static constexpr bool is_tree = is_pytree_v<T>;
+  static void flatten(const std::vector<T>& v, std::vector<Tensor>& out) {
+    for (const T& e : v) PyTree<T>::flatten(e, out);
+  }
+  template <class It> static std::vector<T> rebuild(const std::vector<T>& s, It& it) {
+    std::vector<T> r;
+    r.reserve(s.size());
+    for (const T& e : s) r.push_back(PyTree<T>::rebuild(e, it));
+    return r;
+  }
+};
+
+template <class T>
+struct PyTree<std::map<std::string, T>> {  // leaves in key order
+  static constexpr bool is_tree = is_pytree_v<T>;
+  static void flatten(const std::map<std::string, T>& m, std::vector<Tensor>& out) {
+    for (const auto& [k, v] : m) PyTree<T>::flatten(v, out);
+  }
+  template <class It> static std::map<std::string, T> rebuild(const std::map<std::string, T>& s, It& it) {
+    std::map<std::string, T> r;
+    for (const auto& [k, v] : s) r.emplace(k, PyTree<T>::rebuild(v, it));
+    return r;
+  }
+};
+
+/// Any Boost.Hana Struct (BOOST_HANA_ADAPT_STRUCT / BOOST_HANA_DEFINE_STRUCT), members in order.
+template <class S>
+struct PyTree<S, std::enable_if_t<boost::hana::Struct<S>::value>> {
+  static constexpr bool is_tree = true;
+  static void flatten(const S& s, std::vector<Tensor>& out) {
+    boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
+      const auto& member = boost::hana::second(pair)(s);
+      PyTree<std::decay_t<decltype(member)>>::flatten(member, out);
+    });
+  }
+  template <class It> static S rebuild(const S& structure, It& it) {
+    S r = structure;
+    boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
+      auto& member = boost::hana::second(pair)(r);
+      member = PyTree<std::decay_t<decltype(member)>>::rebuild(member, it);
+    });
+    return r;
+  }
+};
+
+/// The structure of a pytree: rebuilds a T from a list of leaves.
+template <class T>
+struct TreeDef {
+  T structure;
+  size_t num_leaves = 0;
+};
+
+/// The leaves of `tree` in flattening order (tuple/struct member order, map key order).
+template <class T>
+std::vector<Tensor> tree_leaves(const T& tree) {
+  std::vector<Tensor> out;
+  PyTree<T>::flatten(tree, out);
+  return out;
+}
+
+/// The leaves of `tree` and its structure.
+template <class T>
+std::pair<std::vector<Tensor>, TreeDef<T>> tree_flatten(const T& tree) {
+  std::vector<Tensor> leaves = tree_leaves(tree);
+  size_t n = leaves.size();
+  return {std::move(leaves), TreeDef<T>{tree, n}};
+}
+
+/// Rebuilds a tree of `def`'s structure from `leaves` (Error when the count differs).
+template <class T>
+T tree_unflatten(const TreeDef<T>& def, const std::vector<Tensor>& leaves) {
+  if (leaves.size() != def.num_leaves)
+    detail::fail<Error>("tree_unflatten", "the structure has ", def.num_leaves, " leaves but ",
+                        leaves.size(), " tensors were given. Pass one tensor per leaf.");
+  auto it = leaves.begin();
+  return PyTree<T>::rebuild(def.structure, it);
+}
+
+/// Applies f leafwise: f(leaf, leaves of `rest` at the same position...) -> Tensor. Every tree in
+/// `rest` must have the same number of leaves as `tree` (Error otherwise); the result has tree's type.
+template <class F, class T, class... Rest>
+T tree_map(F&& f, const T& tree, const Rest&... rest) {
+  std::vector<Tensor> leaves = tree_leaves(tree);
+  std::array<std::vector<Tensor>, sizeof...(Rest)> others{tree_leaves(rest)...};
+  for (const auto& o : others)
+    if (o.size() != leaves.size())
+      detail::fail<Error>("tree_map", "trees have different numbers of leaves (", leaves.size(), " and ",
+                          o.size(), "). Pass trees of the same structure.");
+  std::vector<Tensor> mapped;
+  mapped.reserve(leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i)
+    mapped.push_back(std::apply([&](const auto&... o) { return Tensor(f(leaves[i], o[i]...)); }, others));
+  auto it = mapped.cbegin();
+  return PyTree<T>::rebuild(tree, it);
+}
+
+}  // namespace fluxion
