@@ -64,6 +64,45 @@ inline Traits elementwise_traits(bool linear = false, bool commutative = false) 
   return t;
 }
 
+/// A rank-0 tensor of `like`'s dtype holding `value` (constants inside derivative rules).
+Tensor scalar_like(const Tensor& like, double value);
+
+/// Batching rule shared by every elementwise primitive: mapped operands get their batch axis
+/// moved to the front; unmapped rank-0 operands stay rank-0 (primitives broadcast them); other
+/// operands are broadcast to the batched shape. Output batch axis 0.
+void elementwise_batch_rule(const Primitive& self, const std::vector<Tensor>& values,
+                            const std::vector<int64_t>& dims, const Params& params,
+                            std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
+
+/// Cotangent of a binary operand of aval `operand` from `ct`, the cotangent of its contribution to
+/// the output: reduce_sum over every axis when the operand was a broadcast rank-0 one, else `ct`.
+/// Undefined (symbolic zero) stays undefined.
+Tensor unbroadcast(const Tensor& ct, const AbstractValue& operand);
+
+/// `t` broadcast to `shape` when it is a rank-0 operand of a rank-n result (broadcast_in_dim),
+/// else `t`. Undefined (symbolic zero) stays undefined.
+Tensor broadcast_scalar_to(const Tensor& t, const Shape& shape);
+
+/// jvp rule of a primitive that is linear in all its inputs: the primitive applied to the
+/// tangents (symbolic zeros instantiated only when some tangent is nonzero).
+void linear_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
+                     const std::vector<Tensor>& tangents, const Params& params,
+                     std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
+
+/// jvp rule of primitives with zero derivative (floor, sign, comparisons, stop_gradient...).
+void zero_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
+                   const std::vector<Tensor>& tangents, const Params& params,
+                   std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
+
+/// jvp rule of a unary Op with `static Tensor derivative(x, y, t)` giving the output tangent.
+template <class Op>
+void unary_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
+                    const std::vector<Tensor>& tangents, const Params& params,
+                    std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+  primals_out = fluxion::bind(self, primals, params);
+  tangents_out = {Op::derivative(primals[0], primals_out[0], tangents[0])};
+}
+
 /// A unary elementwise primitive from its Op struct.
 template <class Op>
 Primitive make_unary(Traits traits = elementwise_traits()) {
@@ -73,6 +112,7 @@ Primitive make_unary(Traits traits = elementwise_traits()) {
   p.shape_rule = &unary_shape_rule<Op>;
   p.kernels[static_cast<size_t>(Backend::reference)] = &reference::unary_kernel<Op>;
   p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
+  p.batch = &elementwise_batch_rule;
   return p;
 }
 
@@ -85,6 +125,7 @@ Primitive make_binary(Traits traits = elementwise_traits()) {
   p.shape_rule = &binary_shape_rule<Op>;
   p.kernels[static_cast<size_t>(Backend::reference)] = &reference::binary_kernel<Op>;
   p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
+  p.batch = &elementwise_batch_rule;
   return p;
 }
 

@@ -1,5 +1,327 @@
-// Family 'reduction': being written (placeholder registration so the tree links).
+// Reductions: reduce_sum reduce_max reduce_min reduce_prod over a set of axes, argmax argmin over
+// one axis, and cumsum (inclusive prefix sum). Each reduction is one Op struct (Eigen functor for
+// the CPU kernel, accumulator for the independent reference) plus one registration line.
+//
+// Semantics (XLA/JAX): axes are sorted, unique and in range; the output drops them. Reducing no
+// axes returns the input. Reducing zero elements gives the identity: sum 0, prod 1, max -inf
+// (lowest integer), min +inf (largest integer). reduce_max/min propagate NaN. argmax/argmin
+// return the first extremum, NaN counting as the extremum (the first NaN wins); their axis must
+// not be empty. Integer sums and products wrap modulo 2^bits.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+#include "backends/cpu/reduction.hpp"
+#include "backends/reference/reduction.hpp"
+#include "fluxion/lax.hpp"
+#include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
+
 namespace fluxion::primitives {
-void register_reduction(std::vector<const Primitive*>&) {}
+namespace reduction_family {
+
+/// Params of reduce_sum/max/min/prod: the reduced axes, printed "axes=(0,1)".
+struct ReduceParams final : ParamsOf<ReduceParams> {
+  std::vector<int64_t> axes;
+  explicit ReduceParams(std::vector<int64_t> a) : axes(std::move(a)) {}
+  auto fields() const { return std::tie(axes); }
+  static constexpr const char* names[] = {"axes"};
+};
+
+/// Params of argmax/argmin: one axis (as JAX, a 1-tuple) and the index dtype (i32 or i64).
+struct ArgParams final : ParamsOf<ArgParams> {
+  std::vector<int64_t> axes;
+  DType index_dtype;
+  ArgParams(std::vector<int64_t> a, DType d) : axes(std::move(a)), index_dtype(d) {}
+  auto fields() const { return std::tie(axes, index_dtype); }
+  static constexpr const char* names[] = {"axes", "index_dtype"};
+};
+
+/// Params of cumsum: printed "axis=1 reverse=False".
+struct CumsumParams final : ParamsOf<CumsumParams> {
+  int64_t axis;
+  bool reverse;
+  CumsumParams(int64_t a, bool r) : axis(a), reverse(r) {}
+  auto fields() const { return std::tie(axis, reverse); }
+  static constexpr const char* names[] = {"axis", "reverse"};
+};
+
+// Integer sums and products wrap: they accumulate in the unsigned type of the same width. The
+// reference sums and multiplies floats in extended precision (long double) and rounds once.
+template <class T, class Float, bool = std::is_integral_v<T>> struct AccOf { using type = Float; };
+template <class T, class Float> struct AccOf<T, Float, true> { using type = std::make_unsigned_t<T>; };
+template <class T> using Wrapping = typename AccOf<T, T>::type;
+template <class T> using Extended = typename AccOf<T, long double>::type;
+
+struct Sum {
+  static constexpr const char* name = "reduce_sum";
+  template <class T> using Acc = Wrapping<T>;
+  template <class A> static auto functor() { return Eigen::internal::scalar_sum_op<A, A>(); }
+  template <class T> static T identity() { return T(0); }
+  template <class T> using RefAcc = Extended<T>;
+  template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(0); }
+  template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a + static_cast<RefAcc<T>>(x)); }
+};
+struct Prod {
+  static constexpr const char* name = "reduce_prod";
+  template <class T> using Acc = Wrapping<T>;
+  template <class A> static auto functor() { return Eigen::internal::scalar_product_op<A, A>(); }
+  template <class T> static T identity() { return T(1); }
+  template <class T> using RefAcc = Extended<T>;
+  template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(1); }
+  template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a * static_cast<RefAcc<T>>(x)); }
+};
+struct Max {
+  static constexpr const char* name = "reduce_max";
+  template <class T> using Acc = T;
+  template <class A> static auto functor() { return Eigen::internal::scalar_max_op<A, A, Eigen::PropagateNaN>(); }
+  template <class T> static T identity() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  template <class T> using RefAcc = T;
+  template <class T> static T ref_init() { return identity<T>(); }
+  template <class T> static T ref_combine(T a, T x) {
+    if (a != a) return a;  // NaN sticks
+    return (x != x || a < x) ? x : a;
+  }
+};
+struct Min {
+  static constexpr const char* name = "reduce_min";
+  template <class T> using Acc = T;
+  template <class A> static auto functor() { return Eigen::internal::scalar_min_op<A, A, Eigen::PropagateNaN>(); }
+  template <class T> static T identity() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+  template <class T> using RefAcc = T;
+  template <class T> static T ref_init() { return identity<T>(); }
+  template <class T> static T ref_combine(T a, T x) {
+    if (a != a) return a;
+    return (x != x || x < a) ? x : a;
+  }
+};
+
+// ---- validation ----
+
+// Axes must be strictly increasing and in [0, rank).
+void check_axes(const Primitive& self, const AbstractValue& x, const std::vector<int64_t>& axes) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (x.ndim() == 0)
+      detail::fail<AxisError>(self.name.c_str(), "axis ", axes[i], " is out of range for operand ", x,
+                              ": a rank-0 operand has no axes. ",
+                              self.name.rfind("arg", 0) == 0 ? "Give it at least one dim (fx::expand_dims)."
+                                                             : "Reduce it over axes=() (the identity).");
+    if (axes[i] < 0 || axes[i] >= x.ndim())
+      detail::fail<AxisError>(self.name.c_str(), "axis ", axes[i], " is out of range for operand ", x, " of rank ",
+                              x.ndim(), ". Use axes in [0, ", x.ndim(),
+                              ") (lax takes non-negative axes; fx::sum and friends normalise negative ones).");
+    if (i > 0 && axes[i] <= axes[i - 1]) {
+      std::ostringstream os;
+      detail::print_param(os, axes);
+      detail::fail<AxisError>(self.name.c_str(), "axes ", os.str(), " for operand ", x,
+                              " must be sorted and unique. Sort them and drop repeats.");
+    }
+  }
+}
+
+Shape drop_axes(const Shape& s, const std::vector<int64_t>& axes) {
+  Shape out;
+  for (int64_t d = 0, a = 0; d < s.size(); ++d) {
+    if (a < static_cast<int64_t>(axes.size()) && axes[static_cast<size_t>(a)] == d) ++a;
+    else out.push_back(s[d]);
+  }
+  return out;
+}
+
+std::vector<AbstractValue> reduce_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                             const Params& params) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], kNumeric);
+  const auto& axes = params.as<ReduceParams>().axes;
+  check_axes(self, in[0], axes);
+  return {AbstractValue{drop_axes(in[0].shape, axes), in[0].dtype}};
+}
+
+std::vector<AbstractValue> arg_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                          const Params& params) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], kNumeric);
+  const auto& p = params.as<ArgParams>();
+  if (p.axes.size() != 1) {
+    std::ostringstream os;
+    detail::print_param(os, p.axes);
+    detail::fail<AxisError>(self.name.c_str(), "takes exactly one axis, got axes=", os.str(), " for operand ",
+                            in[0], ". Reduce one axis at a time (or reshape the axes into one).");
+  }
+  check_axes(self, in[0], p.axes);
+  if (p.index_dtype != i32 && p.index_dtype != i64)
+    detail::fail<DTypeError>(self.name.c_str(), "index_dtype must be i32 or i64, got ", p.index_dtype, ".");
+  const int64_t n = in[0].shape[p.axes[0]];
+  if (n == 0)
+    detail::fail<ShapeError>(self.name.c_str(), "cannot take the ", self.name, " of an empty axis: axis ",
+                             p.axes[0], " of ", in[0], " has size 0. Check the shape, or guard the call.");
+  if (p.index_dtype == i32 && n - 1 > std::numeric_limits<int32_t>::max())
+    detail::fail<ShapeError>(self.name.c_str(), "axis ", p.axes[0], " of ", in[0],
+                             " is too long for i32 indices. Pass index_dtype=i64.");
+  return {AbstractValue{drop_axes(in[0].shape, p.axes), p.index_dtype}};
+}
+
+std::vector<AbstractValue> cumsum_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                             const Params& params) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], kNumeric);
+  const auto& p = params.as<CumsumParams>();
+  if (p.axis < 0 || p.axis >= in[0].ndim())
+    detail::fail<AxisError>(self.name.c_str(), "axis ", p.axis, " is out of range for operand ", in[0], " of rank ",
+                            in[0].ndim(), ". Use an axis in [0, ", in[0].ndim(), ").");
+  return {in[0]};
+}
+
+// ---- kernels ----
+
+template <class Op, bool Reference>
+void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& axes = params.as<ReduceParams>().axes;
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if constexpr (Reference) reference::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
+      else cpu::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
+    }
+  });
+}
+
+// [outer, n, inner] extents around `axis`.
+std::array<int64_t, 3> split_at(const Shape& s, int64_t axis) {
+  std::array<int64_t, 3> r{1, s[axis], 1};
+  for (int64_t d = 0; d < s.size(); ++d)
+    if (d != axis) r[d < axis ? 0 : 2] *= s[d];
+  return r;
+}
+
+template <bool IsMax, bool Reference>
+void arg_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<ArgParams>();
+  const int64_t axis = p.axes[0];
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      dispatch_dtype(p.index_dtype, [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
+          if constexpr (Reference) {
+            reference::arg_reduce<IsMax>(in[0].data<T>(), in[0].shape().dims(), axis, out[0].mutable_data<I>());
+          } else {
+            auto [outer, n, inner] = split_at(in[0].shape(), axis);
+            cpu::arg_reduce<IsMax>(in[0].data<T>(), outer, n, inner, out[0].mutable_data<I>());
+          }
+        }
+      });
+    }
+  });
+}
+
+template <bool Reference>
+void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<CumsumParams>();
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if constexpr (Reference) {
+        reference::cumsum<Extended<T>>(in[0].data<T>(), in[0].shape().dims(), p.axis, p.reverse, out[0].mutable_data<T>());
+      } else {
+        auto [outer, n, inner] = split_at(in[0].shape(), p.axis);
+        cpu::cumsum<Wrapping<T>>(in[0].data<T>(), outer, n, inner, p.reverse, out[0].mutable_data<T>());
+      }
+    }
+  });
+}
+
+Primitive make_primitive(const char* name, ShapeRule rule, Kernel reference, Kernel cpu, bool linear = false) {
+  Primitive p;
+  p.name = name;
+  p.traits.linear = linear;
+  p.shape_rule = rule;
+  p.kernels[static_cast<size_t>(Backend::reference)] = reference;
+  p.kernels[static_cast<size_t>(Backend::cpu)] = cpu;
+  return p;
+}
+
+template <class Op>
+Primitive make_reduce(bool linear = false) {
+  return make_primitive(Op::name, &reduce_shape_rule, &reduce_kernel<Op, true>, &reduce_kernel<Op, false>, linear);
+}
+
+const Primitive& reduce_sum_p() {
+  static const Primitive p = make_reduce<Sum>(/*linear=*/true);
+  return p;
+}
+const Primitive& reduce_max_p() {
+  static const Primitive p = make_reduce<Max>();
+  return p;
+}
+const Primitive& reduce_min_p() {
+  static const Primitive p = make_reduce<Min>();
+  return p;
+}
+const Primitive& reduce_prod_p() {
+  static const Primitive p = make_reduce<Prod>();
+  return p;
+}
+const Primitive& argmax_p() {
+  static const Primitive p = make_primitive("argmax", &arg_shape_rule, &arg_kernel<true, true>, &arg_kernel<true, false>);
+  return p;
+}
+const Primitive& argmin_p() {
+  static const Primitive p = make_primitive("argmin", &arg_shape_rule, &arg_kernel<false, true>, &arg_kernel<false, false>);
+  return p;
+}
+const Primitive& cumsum_p() {
+  static const Primitive p =
+      make_primitive("cumsum", &cumsum_shape_rule, &cumsum_kernel<true>, &cumsum_kernel<false>, /*linear=*/true);
+  return p;
+}
+
+}  // namespace reduction_family
+
+void register_reduction(std::vector<const Primitive*>& list) {
+  using namespace reduction_family;
+  list.insert(list.end(), {&reduce_sum_p(), &reduce_max_p(), &reduce_min_p(), &reduce_prod_p(), &argmax_p(),
+                           &argmin_p(), &cumsum_p()});
+}
+
 }  // namespace fluxion::primitives
+
+namespace fluxion::lax {
+Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& axes) {
+  using namespace primitives::reduction_family;
+  return bind1(reduce_sum_p(), {x}, ReduceParams(axes));
+}
+Tensor reduce_max(const Tensor& x, const std::vector<int64_t>& axes) {
+  using namespace primitives::reduction_family;
+  return bind1(reduce_max_p(), {x}, ReduceParams(axes));
+}
+Tensor reduce_min(const Tensor& x, const std::vector<int64_t>& axes) {
+  using namespace primitives::reduction_family;
+  return bind1(reduce_min_p(), {x}, ReduceParams(axes));
+}
+Tensor reduce_prod(const Tensor& x, const std::vector<int64_t>& axes) {
+  using namespace primitives::reduction_family;
+  return bind1(reduce_prod_p(), {x}, ReduceParams(axes));
+}
+Tensor argmax(const Tensor& x, int64_t axis, DType index_dtype) {
+  using namespace primitives::reduction_family;
+  return bind1(argmax_p(), {x}, ArgParams({axis}, index_dtype));
+}
+Tensor argmin(const Tensor& x, int64_t axis, DType index_dtype) {
+  using namespace primitives::reduction_family;
+  return bind1(argmin_p(), {x}, ArgParams({axis}, index_dtype));
+}
+Tensor cumsum(const Tensor& x, int64_t axis, bool reverse) {
+  using namespace primitives::reduction_family;
+  return bind1(cumsum_p(), {x}, CumsumParams(axis, reverse));
+}
+}  // namespace fluxion::lax

@@ -31,6 +31,7 @@ struct Sin {
   template <class T> static T scalar(T x) { return std::sin(x); }
   template <class A> static auto array(const A& a) { return a.sin(); }
   template <class T> static T reference(T x) { return T(std::sin(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::cos(x)); }
 };
 struct Cos {
   static constexpr const char* name = "cos";
@@ -38,12 +39,14 @@ struct Cos {
   template <class T> static T scalar(T x) { return std::cos(x); }
   template <class A> static auto array(const A& a) { return a.cos(); }
   template <class T> static T reference(T x) { return T(std::cos(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::neg(lax::mul(t, lax::sin(x))); }
 };
 struct Tan {
   static constexpr const char* name = "tan";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) { return std::tan(x); }
   template <class T> static T reference(T x) { return T(std::sin(LD(x)) / std::cos(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(scalar_like(y, 1), lax::mul(y, y))); }
 };
 struct Exp {
   static constexpr const char* name = "exp";
@@ -51,6 +54,7 @@ struct Exp {
   template <class T> static T scalar(T x) { return std::exp(x); }
   template <class A> static auto array(const A& a) { return a.exp(); }
   template <class T> static T reference(T x) { return T(std::exp(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, y); }
 };
 struct Log {
   static constexpr const char* name = "log";
@@ -58,6 +62,7 @@ struct Log {
   template <class T> static T scalar(T x) { return std::log(x); }
   template <class A> static auto array(const A& a) { return a.log(); }
   template <class T> static T reference(T x) { return T(std::log(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, x); }
 };
 struct Log1p {
   static constexpr const char* name = "log1p";
@@ -65,6 +70,7 @@ struct Log1p {
   template <class T> static T scalar(T x) { return std::log1p(x); }
   template <class A> static auto array(const A& a) { return a.log1p(); }
   template <class T> static T reference(T x) { return T(std::log1p(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, lax::add(x, scalar_like(x, 1))); }
 };
 struct Expm1 {
   static constexpr const char* name = "expm1";
@@ -72,6 +78,7 @@ struct Expm1 {
   template <class T> static T scalar(T x) { return std::expm1(x); }
   template <class A> static auto array(const A& a) { return a.expm1(); }
   template <class T> static T reference(T x) { return T(std::expm1(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(y, scalar_like(y, 1))); }
 };
 struct Sqrt {
   static constexpr const char* name = "sqrt";
@@ -79,6 +86,7 @@ struct Sqrt {
   template <class T> static T scalar(T x) { return std::sqrt(x); }
   template <class A> static auto array(const A& a) { return a.sqrt(); }
   template <class T> static T reference(T x) { return T(std::sqrt(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, lax::mul(y, scalar_like(y, 2))); }
 };
 struct Rsqrt {
   static constexpr const char* name = "rsqrt";
@@ -86,6 +94,7 @@ struct Rsqrt {
   template <class T> static T scalar(T x) { return T(1) / std::sqrt(x); }
   template <class A> static auto array(const A& a) { return a.rsqrt(); }
   template <class T> static T reference(T x) { return T(LD(1) / std::sqrt(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::mul(lax::div(y, x), scalar_like(x, -0.5))); }
 };
 struct Tanh {
   static constexpr const char* name = "tanh";
@@ -93,6 +102,7 @@ struct Tanh {
   template <class T> static T scalar(T x) { return std::tanh(x); }
   template <class A> static auto array(const A& a) { return a.tanh(); }
   template <class T> static T reference(T x) { return T(std::tanh(LD(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sub(scalar_like(y, 1), lax::mul(y, y))); }
 };
 struct Logistic {
   static constexpr const char* name = "logistic";
@@ -100,6 +110,7 @@ struct Logistic {
   template <class T> static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
   template <class A> static auto array(const A& a) { return a.logistic(); }
   template <class T> static T reference(T x) { return T(LD(1) / (LD(1) + std::exp(-LD(x)))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::mul(y, lax::sub(scalar_like(y, 1), y))); }
 };
 struct Abs {
   static constexpr const char* name = "abs";
@@ -107,6 +118,7 @@ struct Abs {
   template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_neg(x) : x; else return std::abs(x); }
   template <class T> static T reference(T x) { return x < T(0) ? reference_neg(x) : (x == T(0) ? T(0) : x); }
   template <class T> static T reference_neg(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return T(0) - x; }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sign(x)); }
 };
 struct Sign {
   static constexpr const char* name = "sign";
@@ -161,30 +173,44 @@ Traits view_traits() {
   return t;
 }
 
-#define FLUXION_UNARY(fn, Op, traits)                                        \
+// Attaches the differentiation rules. Non-differentiable primitives (floor, sign, ...) get
+// zero_jvp_rule, like JAX; stop_gradient too, which is the point of it.
+Primitive with_rules(Primitive p, JvpRule jvp, TransposeRule transpose = nullptr) {
+  p.jvp = jvp;
+  p.transpose = transpose;
+  return p;
+}
+
+// neg is its own transpose.
+void neg_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
+                   const std::vector<AbstractValue>&, const Params&, std::vector<Tensor>& cts_in) {
+  cts_in[0] = cts_out[0].defined() ? lax::neg(cts_out[0]) : Tensor();
+}
+
+#define FLUXION_UNARY(fn, Op, traits, ...)                                   \
   const Primitive& fn##_p() {                                                \
-    static const Primitive p = make_unary<Op>(traits);                       \
+    static const Primitive p = with_rules(make_unary<Op>(traits), __VA_ARGS__); \
     return p;                                                                \
   }
-FLUXION_UNARY(neg, Neg, elementwise_traits(/*linear=*/true))
-FLUXION_UNARY(sin, Sin, elementwise_traits())
-FLUXION_UNARY(cos, Cos, elementwise_traits())
-FLUXION_UNARY(tan, Tan, elementwise_traits())
-FLUXION_UNARY(exp, Exp, elementwise_traits())
-FLUXION_UNARY(log, Log, elementwise_traits())
-FLUXION_UNARY(log1p, Log1p, elementwise_traits())
-FLUXION_UNARY(expm1, Expm1, elementwise_traits())
-FLUXION_UNARY(sqrt, Sqrt, elementwise_traits())
-FLUXION_UNARY(rsqrt, Rsqrt, elementwise_traits())
-FLUXION_UNARY(tanh, Tanh, elementwise_traits())
-FLUXION_UNARY(logistic, Logistic, elementwise_traits())
-FLUXION_UNARY(abs, Abs, elementwise_traits())
-FLUXION_UNARY(sign, Sign, elementwise_traits())
-FLUXION_UNARY(floor, Floor, elementwise_traits())
-FLUXION_UNARY(ceil, Ceil, elementwise_traits())
-FLUXION_UNARY(round, Round, elementwise_traits())
-FLUXION_UNARY(logical_not, Not, elementwise_traits())
-FLUXION_UNARY(stop_gradient, StopGradient, view_traits())
+FLUXION_UNARY(neg, Neg, elementwise_traits(/*linear=*/true), &linear_jvp_rule, &neg_transpose)
+FLUXION_UNARY(sin, Sin, elementwise_traits(), &unary_jvp_rule<Sin>)
+FLUXION_UNARY(cos, Cos, elementwise_traits(), &unary_jvp_rule<Cos>)
+FLUXION_UNARY(tan, Tan, elementwise_traits(), &unary_jvp_rule<Tan>)
+FLUXION_UNARY(exp, Exp, elementwise_traits(), &unary_jvp_rule<Exp>)
+FLUXION_UNARY(log, Log, elementwise_traits(), &unary_jvp_rule<Log>)
+FLUXION_UNARY(log1p, Log1p, elementwise_traits(), &unary_jvp_rule<Log1p>)
+FLUXION_UNARY(expm1, Expm1, elementwise_traits(), &unary_jvp_rule<Expm1>)
+FLUXION_UNARY(sqrt, Sqrt, elementwise_traits(), &unary_jvp_rule<Sqrt>)
+FLUXION_UNARY(rsqrt, Rsqrt, elementwise_traits(), &unary_jvp_rule<Rsqrt>)
+FLUXION_UNARY(tanh, Tanh, elementwise_traits(), &unary_jvp_rule<Tanh>)
+FLUXION_UNARY(logistic, Logistic, elementwise_traits(), &unary_jvp_rule<Logistic>)
+FLUXION_UNARY(abs, Abs, elementwise_traits(), &unary_jvp_rule<Abs>)
+FLUXION_UNARY(sign, Sign, elementwise_traits(), &zero_jvp_rule)
+FLUXION_UNARY(floor, Floor, elementwise_traits(), &zero_jvp_rule)
+FLUXION_UNARY(ceil, Ceil, elementwise_traits(), &zero_jvp_rule)
+FLUXION_UNARY(round, Round, elementwise_traits(), &zero_jvp_rule)
+FLUXION_UNARY(logical_not, Not, elementwise_traits(), &zero_jvp_rule)
+FLUXION_UNARY(stop_gradient, StopGradient, view_traits(), &zero_jvp_rule)
 #undef FLUXION_UNARY
 
 }  // namespace unary_family

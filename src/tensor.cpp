@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "fluxion/cuda.hpp"
 #include "fluxion/interpreter.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -17,9 +18,10 @@ constexpr size_t kAlignment = 64;
 }  // namespace tensor_detail
 
 Buffer::Buffer(Device device, int64_t nbytes) : nbytes_(nbytes), device_(device) {
-  if (!device.is_cpu())
-    detail::fail<DeviceError>("buffer", "cannot allocate on ", device,
-                              ": this build only has the CPU backend. Use fx::Device::cpu().");
+  if (device.is_cuda()) {  // throws DeviceError saying why when CUDA is unavailable
+    data_ = cuda::memory::allocate(device.index, nbytes);
+    return;
+  }
   if (nbytes == 0) return;
   using tensor_detail::kAlignment;
   size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) / kAlignment * kAlignment;
@@ -29,7 +31,10 @@ Buffer::Buffer(Device device, int64_t nbytes) : nbytes_(nbytes), device_(device)
                                    ". Reduce the tensor sizes or free memory.");
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  if (device_.is_cuda()) cuda::memory::deallocate(device_.index, data_);
+  else std::free(data_);
+}
 
 Tensor TracerImpl::concrete_value(const char* what) const {
   detail::fail<ConcretizationError>(

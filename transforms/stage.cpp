@@ -20,7 +20,8 @@ class StageTracer final : public TracerImpl {
 
 using stage_detail::StageTracer;
 
-StageInterpreter::StageInterpreter(const char* transform) : Interpreter(transform) {}
+StageInterpreter::StageInterpreter(const char* transform, bool forward_known)
+    : Interpreter(transform), forward_known_(forward_known) {}
 
 Tensor StageInterpreter::new_input(const AbstractValue& aval, Device device) {
   int32_t v = jaxpr_.new_var(aval);
@@ -45,6 +46,14 @@ Atom StageInterpreter::atom_for(const Tensor& t, const char* op) {
 
 std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
                                               const Params& params) {
+  if (forward_known_) {
+    bool any_unknown = false;
+    for (const Tensor& t : inputs) any_unknown |= owns(t);
+    if (!any_unknown) {
+      InterpreterScope parent_scope(*parent());
+      return fluxion::bind(p, inputs, params);
+    }
+  }
   Equation eqn;
   eqn.primitive = &p;
   eqn.inputs.reserve(inputs.size());

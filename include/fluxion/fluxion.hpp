@@ -5,6 +5,7 @@
 /// translation unit (or the first notebook cell) to compile the implementation into it.
 #pragma once
 
+#include "fluxion/cuda.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"
 #include "fluxion/errors.hpp"
@@ -16,6 +17,7 @@
 #include "fluxion/pytree.hpp"
 #include "fluxion/shape.hpp"
 #include "fluxion/tensor.hpp"
+#include "fluxion/transforms.hpp"
 
 #ifdef FLUXION_IMPLEMENTATION
 #include "fluxion/implementation.hpp"

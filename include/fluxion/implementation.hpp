@@ -2,6 +2,8 @@
 /// translation unit only. Every implementation file keeps its helpers in a named namespace so
 /// that they can share this one translation unit.
 #pragma once
+#include "src/cuda_stub.cpp"
+#include "src/device_put.cpp"
 #include "src/dtype_shape.cpp"
 #include "src/jaxpr_print.cpp"
 #include "src/params.cpp"
@@ -10,6 +12,10 @@
 #include "transforms/eval_jaxpr.cpp"
 #include "transforms/stage.cpp"
 #include "transforms/typecheck.cpp"
+#include "transforms/jvp.cpp"
+#include "transforms/batching.cpp"
+#include "transforms/transpose.cpp"
+#include "transforms/api_support.cpp"
 #include "primitives/elementwise_common.cpp"
 #include "primitives/registry.cpp"
 #include "primitives/unary.cpp"
@@ -20,3 +26,6 @@
 #include "primitives/reduction.cpp"
 #include "primitives/dot_general.cpp"
 #include "src/ops.cpp"
+#include "src/ops_linalg.cpp"
+#include "src/ops_reduce.cpp"
+#include "src/ops_shape.cpp"

@@ -61,7 +61,10 @@ std::vector<Tensor> eval_jaxpr(const Jaxpr& jaxpr, const std::vector<Tensor>& ar
 class StageInterpreter final : public Interpreter {
  public:
   /// `transform` names the user-facing transform in error messages ("make_jaxpr", "jit", ...).
-  explicit StageInterpreter(const char* transform = "make_jaxpr");
+  /// With `forward_known` (partial evaluation, used by linearize), equations none of whose
+  /// inputs are this interpreter's tracers are evaluated by the parent instead of staged, so the
+  /// Jaxpr holds only what depends on its inputs and known values are its constants.
+  explicit StageInterpreter(const char* transform = "make_jaxpr", bool forward_known = false);
   /// A new input variable of the Jaxpr, returned as a tracer.
   Tensor new_input(const AbstractValue& aval, Device device = Device::cpu());
   std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
@@ -73,6 +76,7 @@ class StageInterpreter final : public Interpreter {
   Atom atom_for(const Tensor& t, const char* op);
   Jaxpr jaxpr_;
   std::vector<std::pair<const TensorImpl*, int32_t>> const_vars_;
+  bool forward_known_ = false;
 };
 
 namespace detail {

@@ -114,6 +114,30 @@ using ShapeRule = std::vector<AbstractValue> (*)(const Primitive& self,
 using Kernel = void (*)(const std::vector<Tensor>& inputs, const Params& params,
                         std::vector<Tensor>& outputs);
 
+/// Forward-mode rule. Runs under the parent of the jvp interpreter, so it is written with lax ops
+/// and can itself be differentiated. An undefined Tensor in `tangents` is a symbolic zero; the
+/// rule may leave an output tangent undefined to say "zero".
+using JvpRule = void (*)(const Primitive& self, const std::vector<Tensor>& primals,
+                         const std::vector<Tensor>& tangents, const Params& params,
+                         std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
+
+/// Transpose rule of a primitive linear in some inputs. `inputs[i]` is undefined for the linear
+/// inputs (their avals are `in_avals[i]`) and holds the value of the others. `cts_out` are the
+/// output cotangents (undefined = zero). Fills `cts_in` (sized like inputs; undefined = zero).
+using TransposeRule = void (*)(const Primitive& self, const std::vector<Tensor>& cts_out,
+                               const std::vector<Tensor>& inputs,
+                               const std::vector<AbstractValue>& in_avals, const Params& params,
+                               std::vector<Tensor>& cts_in);
+
+/// Batch dimension marker for values that are the same for every batch element.
+inline constexpr int64_t kNotMapped = -1;
+
+/// Batching rule: `dims[i]` is the batch axis of values[i] or kNotMapped (at least one is
+/// mapped). Moves axes instead of looping over examples; fills outputs and their batch axes.
+using BatchRule = void (*)(const Primitive& self, const std::vector<Tensor>& values,
+                           const std::vector<int64_t>& dims, const Params& params,
+                           std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
+
 /// A primitive operation: defined once (in primitives/), with every rule in one place.
 class Primitive {
  public:
@@ -121,6 +145,12 @@ class Primitive {
   Traits traits;
   ShapeRule shape_rule = nullptr;
   std::array<Kernel, kNumBackends> kernels{};  // indexed by Backend
+  JvpRule jvp = nullptr;
+  TransposeRule transpose = nullptr;
+  BatchRule batch = nullptr;
+  /// Why a rule is intentionally absent (e.g. "not differentiable: integer output"); the rule
+  /// coverage test accepts a missing rule only with a reason.
+  std::string missing_rule_reason;
 
   Kernel kernel(Backend b) const { return kernels[static_cast<size_t>(b)]; }
   /// Runs the shape rule (validation included); absurd output shapes are a ShapeError even when

@@ -1,0 +1,168 @@
+/// CPU dot_general: operands viewed as per-batch row-major matrices (copied into that layout only
+/// when their dims are not already in it), then one Eigen GEMM / GEMV / dot per batch.
+#pragma once
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/permute.hpp"
+#include "fluxion/primitive.hpp"
+
+namespace fluxion::cpu {
+namespace gemm_detail {
+
+template <class A> using RowMajorMat = Eigen::Matrix<A, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class A> using ColVec = Eigen::Matrix<A, Eigen::Dynamic, 1>;
+template <class A> using RowVec = Eigen::Matrix<A, 1, Eigen::Dynamic>;
+
+/// Integers multiply in the unsigned type of the same width, so overflow wraps (XLA semantics).
+template <class T, bool = std::is_integral_v<T>> struct AccOf { using type = T; };
+template <class T> struct AccOf<T, true> { using type = std::make_unsigned_t<T>; };
+template <class T> using Acc = typename AccOf<T>::type;
+
+/// The M x K lhs block of one batch: stored M x K, or K x M when `Trans` (read transposed).
+template <bool Trans, class A>
+auto lhs_matrix(const A* p, int64_t m, int64_t k) {
+  if constexpr (Trans) return Eigen::Map<const RowMajorMat<A>>(p, k, m).transpose();
+  else return Eigen::Map<const RowMajorMat<A>>(p, m, k);
+}
+/// The K x N rhs block of one batch: stored K x N, or N x K when `Trans`.
+template <bool Trans, class A>
+auto rhs_matrix(const A* p, int64_t k, int64_t n) {
+  if constexpr (Trans) return Eigen::Map<const RowMajorMat<A>>(p, n, k).transpose();
+  else return Eigen::Map<const RowMajorMat<A>>(p, k, n);
+}
+
+/// c[b] = lhs[b] * rhs[b] for every batch b; blocks are contiguous and k >= 1.
+template <bool TransA, bool TransB, class A>
+void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < batch; ++i) {
+    const A* ai = a + i * m * k;
+    const A* bi = b + i * k * n;
+    A* ci = c + i * m * n;
+    if (m == 1 && n == 1) {  // vector . vector (both blocks are plain k-vectors)
+      ci[0] = Eigen::Map<const ColVec<A>>(ai, k).dot(Eigen::Map<const ColVec<A>>(bi, k));
+    } else if (n == 1) {  // matrix * vector: GEMV
+      Eigen::Map<ColVec<A>>(ci, m).noalias() = lhs_matrix<TransA>(ai, m, k) * Eigen::Map<const ColVec<A>>(bi, k);
+    } else if (m == 1) {  // vector * matrix: GEMV on the transposed problem
+      Eigen::Map<RowVec<A>>(ci, n).noalias() = Eigen::Map<const RowVec<A>>(ai, k) * rhs_matrix<TransB>(bi, k, n);
+    } else {  // GEMM
+      Eigen::Map<RowMajorMat<A>>(ci, m, n).noalias() = lhs_matrix<TransA>(ai, m, k) * rhs_matrix<TransB>(bi, k, n);
+    }
+  }
+}
+
+inline std::vector<int64_t> concat(std::initializer_list<const std::vector<int64_t>*> parts) {
+  std::vector<int64_t> r;
+  for (const auto* p : parts) r.insert(r.end(), p->begin(), p->end());
+  return r;
+}
+
+/// Dims of `rank` that are neither in `a` nor in `b`, in increasing order.
+inline std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> f;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) f.push_back(d);
+  return f;
+}
+
+inline int64_t extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= shape[static_cast<size_t>(d)];
+  return n;
+}
+
+/// How one operand is read: in place (possibly as a transposed matrix) or after a permute copy.
+struct OperandPlan {
+  bool copy = false, trans = false;
+};
+
+/// Layout decision for both operands given one order of the contracting pairs.
+struct Plan {
+  std::vector<int64_t> lc, rc;
+  OperandPlan lhs, rhs;
+  int64_t cost = 0;  // elements copied
+};
+
+inline Plan plan_for(const std::vector<int64_t>& ls, const std::vector<int64_t>& rs, std::vector<int64_t> lc,
+                     std::vector<int64_t> rc, const std::vector<int64_t>& lb, const std::vector<int64_t>& rb,
+                     const std::vector<int64_t>& lf, const std::vector<int64_t>& rf) {
+  Plan p;
+  p.lc = std::move(lc);
+  p.rc = std::move(rc);
+  if (is_identity_layout(ls, concat({&lb, &lf, &p.lc}))) p.lhs = {false, false};
+  else if (is_identity_layout(ls, concat({&lb, &p.lc, &lf}))) p.lhs = {false, true};
+  else p.lhs = {true, false}, p.cost += extent(ls, concat({&lb, &lf, &p.lc}));
+  if (is_identity_layout(rs, concat({&rb, &p.rc, &rf}))) p.rhs = {false, false};
+  else if (is_identity_layout(rs, concat({&rb, &rf, &p.rc}))) p.rhs = {false, true};
+  else p.rhs = {true, false}, p.cost += extent(rs, concat({&rb, &p.rc, &rf}));
+  return p;
+}
+
+/// The contracting pairs reordered by `key` (the lhs or rhs dims), keeping pairs together.
+inline std::pair<std::vector<int64_t>, std::vector<int64_t>> sort_pairs(const AxisPair& c, bool by_rhs) {
+  std::vector<size_t> order(c.first.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  const auto& key = by_rhs ? c.second : c.first;
+  std::sort(order.begin(), order.end(), [&](size_t i, size_t j) { return key[i] < key[j]; });
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> r;
+  for (size_t i : order) r.first.push_back(c.first[i]), r.second.push_back(c.second[i]);
+  return r;
+}
+
+}  // namespace gemm_detail
+
+/// out = dot_general(lhs, rhs) with validated `contract` and `batch` pairs: output dims are batch
+/// (lhs order), lhs free, rhs free. Integer products wrap.
+template <class T>
+void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t, const std::vector<int64_t>& rs,
+                 const AxisPair& contract, const AxisPair& batch, T* out_t) {
+  using namespace gemm_detail;
+  using A = Acc<T>;
+  const std::vector<int64_t>& lb = batch.first;
+  const std::vector<int64_t>& rb = batch.second;
+  const std::vector<int64_t> lf = free_dims(static_cast<int64_t>(ls.size()), lb, contract.first);
+  const std::vector<int64_t> rf = free_dims(static_cast<int64_t>(rs.size()), rb, contract.second);
+  const int64_t nb = extent(ls, lb), m = extent(ls, lf), n = extent(rs, rf), k = extent(ls, contract.first);
+  A* out = reinterpret_cast<A*>(out_t);
+  if (nb == 0 || m == 0 || n == 0) return;
+  if (k == 0) {
+    std::fill(out, out + nb * m * n, A(0));
+    return;
+  }
+  // Contracting pairs may be listed in any order: try the given one and both sorted ones, keep
+  // the plan that copies least (usually nothing).
+  Plan best = plan_for(ls, rs, contract.first, contract.second, lb, rb, lf, rf);
+  for (bool by_rhs : {false, true}) {
+    if (best.cost == 0) break;
+    auto [lc, rc] = sort_pairs(contract, by_rhs);
+    Plan p = plan_for(ls, rs, std::move(lc), std::move(rc), lb, rb, lf, rf);
+    if (p.cost < best.cost) best = std::move(p);
+  }
+  const A* lhs = reinterpret_cast<const A*>(lhs_t);
+  const A* rhs = reinterpret_cast<const A*>(rhs_t);
+  std::unique_ptr<A[]> lhs_copy, rhs_copy;
+  if (best.lhs.copy) {
+    lhs_copy.reset(new A[static_cast<size_t>(nb * m * k)]);
+    permute_copy(lhs, ls, concat({&lb, &lf, &best.lc}), lhs_copy.get());
+    lhs = lhs_copy.get();
+  }
+  if (best.rhs.copy) {
+    rhs_copy.reset(new A[static_cast<size_t>(nb * k * n)]);
+    permute_copy(rhs, rs, concat({&rb, &best.rc, &rf}), rhs_copy.get());
+    rhs = rhs_copy.get();
+  }
+  if (best.lhs.trans) {
+    if (best.rhs.trans) batched_product<true, true>(lhs, rhs, out, nb, m, n, k);
+    else batched_product<true, false>(lhs, rhs, out, nb, m, n, k);
+  } else {
+    if (best.rhs.trans) batched_product<false, true>(lhs, rhs, out, nb, m, n, k);
+    else batched_product<false, false>(lhs, rhs, out, nb, m, n, k);
+  }
+}
+
+}  // namespace fluxion::cpu

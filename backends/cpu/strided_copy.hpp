@@ -1,0 +1,157 @@
+/// CPU strided N-d copy engine: copies a box between arbitrarily strided layouts (the movement kernels' core).
+///
+/// `copy(shape, dst, dst_strides, src, src_strides, elem_size)` writes, for every index i of the
+/// box `shape`, dst[sum i_d * dst_strides[d]] = src[sum i_d * src_strides[d]] (strides in
+/// elements; a src stride of 0 broadcasts). The box is simplified first (size-1 dims dropped,
+/// mergeable neighbours coalesced), then the innermost run is done with memcpy / a fill / a
+/// fixed-size element loop, a transposing 2-d plane with cache tiles, and the remaining outer
+/// dims with an incrementing index counter (no per-element division). Works on bytes, so it is
+/// instantiated once per element size, not per dtype.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace fluxion::cpu::strided {
+
+/// One dimension of a copy box: its extent and the element strides on both sides.
+struct Dim {
+  int64_t size;
+  int64_t dst_stride;
+  int64_t src_stride;
+};
+
+/// Drops size-1 dims and merges neighbours that are contiguous on both sides. Returns false when
+/// the box is empty (some extent is 0).
+inline bool simplify(const std::vector<int64_t>& shape, const std::vector<int64_t>& dst_strides,
+                     const std::vector<int64_t>& src_strides, std::vector<Dim>& dims) {
+  dims.clear();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return false;
+    if (shape[d] == 1) continue;
+    Dim cur{shape[d], dst_strides[d], src_strides[d]};
+    if (!dims.empty()) {
+      Dim& prev = dims.back();
+      if (prev.dst_stride == cur.dst_stride * cur.size && prev.src_stride == cur.src_stride * cur.size) {
+        prev = Dim{prev.size * cur.size, cur.dst_stride, cur.src_stride};
+        continue;
+      }
+    }
+    dims.push_back(cur);
+  }
+  return true;
+}
+
+/// The innermost run: n elements of S bytes.
+template <int S>
+inline void copy_run(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
+  if (ds == 1 && ss == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * S);
+  } else if (ss == 0) {
+    char v[S];
+    std::memcpy(v, src, S);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds * S, v, S);
+  } else {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds * S, src + i * ss * S, S);
+  }
+}
+
+/// A 2-d plane whose source is contiguous along `a` (a.src_stride == 1) and destination
+/// contiguous along `b` (b.dst_stride == 1): a transpose. Each tile is read into a small buffer in
+/// whole source lines, then written out in whole destination lines, so power-of-two strides do
+/// not thrash cache sets.
+template <int S>
+inline void copy_plane_tiled(char* dst, const char* src, const Dim& a, const Dim& b) {
+  constexpr int64_t kTile = S >= 8 ? 32 : 64;
+  alignas(64) char buf[kTile * kTile * S];
+  for (int64_t a0 = 0; a0 < a.size; a0 += kTile) {
+    const int64_t na = std::min(kTile, a.size - a0);
+    for (int64_t b0 = 0; b0 < b.size; b0 += kTile) {
+      const int64_t nb = std::min(kTile, b.size - b0);
+      for (int64_t j = 0; j < nb; ++j)
+        std::memcpy(buf + j * kTile * S, src + (a0 + (b0 + j) * b.src_stride) * S, static_cast<size_t>(na) * S);
+      for (int64_t i = 0; i < na; ++i) {
+        char* d = dst + ((a0 + i) * a.dst_stride + b0) * S;
+        for (int64_t j = 0; j < nb; ++j) std::memcpy(d + j * S, buf + (j * kTile + i) * S, S);
+      }
+    }
+  }
+}
+
+template <int S>
+inline void copy_sized(std::vector<Dim>& dims, char* dst, const char* src) {
+  if (dims.empty()) {
+    std::memcpy(dst, src, S);
+    return;
+  }
+  const Dim last = dims.back();
+  dims.pop_back();
+  // A transpose: the destination is contiguous innermost, the source along another dim.
+  int64_t plane = -1;
+  constexpr int64_t kMinTiled = 8;
+  if (last.dst_stride == 1 && last.src_stride != 1 && last.src_stride != 0 && last.size >= kMinTiled)
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d].src_stride == 1 && dims[d].size >= kMinTiled) plane = static_cast<int64_t>(d);
+  Dim plane_dim{1, 0, 0};
+  if (plane >= 0) {
+    plane_dim = dims[static_cast<size_t>(plane)];
+    dims.erase(dims.begin() + plane);
+  }
+
+  // Outer dims: an index counter with incrementally maintained offsets.
+  const size_t no = dims.size();
+  std::vector<int64_t> idx(no, 0);
+  int64_t total = 1;
+  for (const Dim& d : dims) total *= d.size;
+  int64_t doff = 0, soff = 0;
+  for (int64_t it = 0; it < total; ++it) {
+    char* d = dst + doff * S;
+    const char* s = src + soff * S;
+    if (plane >= 0) copy_plane_tiled<S>(d, s, plane_dim, last);
+    else copy_run<S>(d, last.dst_stride, s, last.src_stride, last.size);
+    for (size_t k = no; k-- > 0;) {
+      doff += dims[k].dst_stride;
+      soff += dims[k].src_stride;
+      if (++idx[k] < dims[k].size) break;
+      idx[k] = 0;
+      doff -= dims[k].dst_stride * dims[k].size;
+      soff -= dims[k].src_stride * dims[k].size;
+    }
+  }
+}
+
+/// Copies the box `shape` from `src` (element strides `src_strides`; 0 broadcasts) to `dst`
+/// (element strides `dst_strides`). Elements are `elem_size` bytes (1, 2, 4 or 8).
+inline void copy(const std::vector<int64_t>& shape, void* dst, const std::vector<int64_t>& dst_strides,
+                 const void* src, const std::vector<int64_t>& src_strides, int64_t elem_size) {
+  std::vector<Dim> dims;
+  if (!simplify(shape, dst_strides, src_strides, dims)) return;
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  switch (elem_size) {
+    case 1: copy_sized<1>(dims, d, s); break;
+    case 2: copy_sized<2>(dims, d, s); break;
+    case 4: copy_sized<4>(dims, d, s); break;
+    default: copy_sized<8>(dims, d, s); break;
+  }
+}
+
+/// Fills n elements of `elem_size` bytes at `dst` with the element at `value`.
+inline void fill(void* dst, int64_t n, const void* value, int64_t elem_size) {
+  std::vector<int64_t> shape{n}, dst_strides{1}, src_strides{0};
+  copy(shape, dst, dst_strides, value, src_strides, elem_size);
+}
+
+/// Row-major element strides of `shape`.
+inline std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+}  // namespace fluxion::cpu::strided

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Fresh Debian 12 machine -> Fluxion built in build/ (Release) and the demo run.
+#   bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build --target demo -j"$jobs"
+echo "---- build/examples/demo ----"
+build/examples/demo

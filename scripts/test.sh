@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds everything (library, tests, benchmarks, examples) in build/ and runs CTest, then the
+# sanitizer build (AddressSanitizer + UBSan, no benchmarks, no CUDA) in build-asan/ and runs CTest
+# there. Installs missing build dependencies first (scripts/deps.sh).
+#   bash scripts/test.sh            # both builds
+#   FLUXION_TEST_ASAN=0 bash scripts/test.sh   # skip the sanitizer build
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh || exit 1
+
+jobs=$(nproc)
+export CTEST_OUTPUT_ON_FAILURE=1
+passed=0
+failed=0
+skipped=0
+status=0
+
+# run_suite <name> <build dir> <ctest args...> -- <cmake configure args...>
+run_suite() {
+  local name=$1 dir=$2
+  shift 2
+  local ctest_args=()
+  while [[ $# -gt 0 && $1 != -- ]]; do ctest_args+=("$1"); shift; done
+  shift
+  echo "==== $name: configure + build ($dir, -j$jobs) ===="
+  local t0=$SECONDS
+  mkdir -p "$dir"
+  if ! cmake -S . -B "$dir" "$@" >"$dir/configure.log" 2>&1; then
+    cat "$dir/configure.log"
+    echo "$name: configure FAILED"
+    failed=$((failed + 1)); status=1; return
+  fi
+  if ! cmake --build "$dir" -j"$jobs"; then
+    echo "$name: build FAILED"
+    failed=$((failed + 1)); status=1; return
+  fi
+  echo "==== $name: built in $((SECONDS - t0)) s; ctest ===="
+  t0=$SECONDS
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${ctest_args[@]}" 2>&1 | tee "$dir/ctest.log"
+  local rc=${PIPESTATUS[0]}
+  local line skips
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$dir/ctest.log" | tail -1)
+  skips=$(grep -cE '^ *[0-9]+ - .*\(Skipped\)$' "$dir/ctest.log")
+  if [[ $line =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
+    failed=$((failed + BASH_REMATCH[1]))
+    passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1] - skips))
+    skipped=$((skipped + skips))
+  fi
+  echo "==== $name: ${line:-no ctest summary} ($((SECONDS - t0)) s) ===="
+  [[ $rc -eq 0 && -n $line ]] || status=1
+}
+
+t_start=$SECONDS
+run_suite release build -- -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=ON \
+  -DFLUXION_BUILD_BENCHMARKS=ON -DFLUXION_SANITIZE=OFF
+if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
+  # The packaging and clang-repl tests do not exercise memory safety: they run in the first suite.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  run_suite asan build-asan -E '^(consumer_|repl_)' -- -DCMAKE_BUILD_TYPE=Release \
+    -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF
+fi
+echo "==== total: $((SECONDS - t_start)) s ===="
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+exit $status

@@ -1,0 +1,156 @@
+// The numpy-style op layer, reductions: sum mean prod max min argmax argmin cumsum logsumexp
+// softmax log_softmax norm. Axes may be negative; an empty axis list means every axis.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fluxion/ops.hpp"
+
+namespace fluxion {
+namespace ops_reduce_detail {
+
+using LaxReduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&);
+
+/// Sorted non-negative axes (every axis when `axes` is empty); AxisError for an axis out of range
+/// or named twice.
+std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> out;
+  if (axes.empty()) {
+    for (int64_t i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (int64_t a : axes) {
+    int64_t n = normalize_axis(op, a, rank);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      detail::fail<AxisError>(op, "axis ", a, " is repeated in axes ", Shape(axes), " for rank ", rank,
+                              ". Name each axis once.");
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// `f` over `axes` (normalised), with the reduced axes kept as size 1 when `keepdims`.
+Tensor reduce(const char* op, LaxReduce f, const Tensor& x, const std::vector<int64_t>& axes,
+              bool keepdims) {
+  std::vector<int64_t> ax = normalize_axes(op, axes, x.ndim());
+  if (ax.empty()) return x;
+  Tensor r = f(x, ax);
+  return keepdims ? lax::expand_dims(r, ax) : r;
+}
+
+/// max and min take no bool (use any/all-style logic instead).
+void check_not_bool(const char* op, const Tensor& x) {
+  if (x.dtype() == boolean)
+    detail::fail<DTypeError>(op, "does not take bool tensors, got ", x.aval(),
+                             ". Convert with fx::astype(x, fx::i32) first.");
+}
+
+/// max/min/argmax/argmin have no identity: reject reductions over an empty axis.
+void check_nonempty(const char* op, const Tensor& x, const std::vector<int64_t>& ax) {
+  for (int64_t a : ax)
+    if (x.shape()[a] == 0)
+      detail::fail<ShapeError>(op, "axis ", a, " of ", x.aval(), " is empty and ", op,
+                               " has no identity. Reduce a non-empty axis.");
+}
+
+/// Sums reduce bool as i32 (the count of true values).
+Tensor counting(const Tensor& x) { return x.dtype() == boolean ? astype(x, i32) : x; }
+Tensor to_inexact(const Tensor& x) { return is_floating(x.dtype()) ? x : astype(x, f64); }
+
+/// `m` with non-finite values (an all -inf slice, inf, nan) replaced by 0, as a constant shift.
+Tensor finite_shift(const Tensor& m) {
+  return stop_gradient(where(abs(m) < std::numeric_limits<double>::infinity(), m, 0.0));
+}
+
+/// `r`, reduced over the sorted axes `ax`, broadcast back to `shape` (no expand_dims needed).
+Tensor unreduce(const Tensor& r, const Shape& shape, const std::vector<int64_t>& ax) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < shape.size(); ++d)
+    if (!std::binary_search(ax.begin(), ax.end(), d)) kept.push_back(d);
+  return r.shape() == shape ? r : lax::broadcast_in_dim(r, shape, kept);
+}
+
+Tensor arg_reduce(const char* op, Tensor (*f)(const Tensor&, int64_t, DType), const Tensor& x,
+                  int64_t axis, bool keepdims) {
+  int64_t a = normalize_axis(op, axis, x.ndim());
+  check_nonempty(op, x, {a});
+  Tensor r = f(counting(x), a, i32);  // bool masks: the index of the first true (or false)
+  return keepdims ? lax::expand_dims(r, {a}) : r;
+}
+
+}  // namespace ops_reduce_detail
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return ops_reduce_detail::reduce("sum", &lax::reduce_sum, ops_reduce_detail::counting(x), axes, keepdims);
+}
+
+Tensor prod(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return ops_reduce_detail::reduce("prod", &lax::reduce_prod, ops_reduce_detail::counting(x), axes, keepdims);
+}
+
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  int64_t count = 1;
+  for (int64_t a : ops_reduce_detail::normalize_axes("mean", axes, x.ndim())) count *= x.shape()[a];
+  Tensor s = sum(ops_reduce_detail::to_inexact(x), axes, keepdims);
+  return s / static_cast<double>(count);
+}
+
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  ops_reduce_detail::check_not_bool("max", x);
+  ops_reduce_detail::check_nonempty("max", x, ops_reduce_detail::normalize_axes("max", axes, x.ndim()));
+  return ops_reduce_detail::reduce("max", &lax::reduce_max, x, axes, keepdims);
+}
+
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  ops_reduce_detail::check_not_bool("min", x);
+  ops_reduce_detail::check_nonempty("min", x, ops_reduce_detail::normalize_axes("min", axes, x.ndim()));
+  return ops_reduce_detail::reduce("min", &lax::reduce_min, x, axes, keepdims);
+}
+
+Tensor argmax(const Tensor& x) { return argmax(ravel(x), 0); }
+Tensor argmin(const Tensor& x) { return argmin(ravel(x), 0); }
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdims) {
+  return ops_reduce_detail::arg_reduce("argmax", &lax::argmax, x, axis, keepdims);
+}
+Tensor argmin(const Tensor& x, int64_t axis, bool keepdims) {
+  return ops_reduce_detail::arg_reduce("argmin", &lax::argmin, x, axis, keepdims);
+}
+
+Tensor cumsum(const Tensor& x, int64_t axis) {
+  int64_t a = normalize_axis("cumsum", axis, x.ndim());
+  return lax::cumsum(ops_reduce_detail::counting(x), a);
+}
+
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  Tensor xf = ops_reduce_detail::to_inexact(x);
+  std::vector<int64_t> ax = ops_reduce_detail::normalize_axes("logsumexp", axes, x.ndim());
+  // Shifting by the (constant) max keeps exp from overflowing; an all -inf slice gives -inf.
+  Tensor m = ops_reduce_detail::finite_shift(max(xf, ax));
+  Tensor shifted = xf - ops_reduce_detail::unreduce(m, xf.shape(), ax);
+  Tensor out = log(sum(exp(shifted), ax)) + m;
+  return keepdims && !ax.empty() ? lax::expand_dims(out, ax) : out;
+}
+
+Tensor softmax(const Tensor& x, int64_t axis) {
+  Tensor xf = ops_reduce_detail::to_inexact(x);
+  std::vector<int64_t> a{normalize_axis("softmax", axis, x.ndim())};
+  Tensor m = ops_reduce_detail::finite_shift(max(xf, a));
+  Tensor e = exp(xf - ops_reduce_detail::unreduce(m, xf.shape(), a));
+  return e / ops_reduce_detail::unreduce(sum(e, a), xf.shape(), a);
+}
+
+Tensor log_softmax(const Tensor& x, int64_t axis) {
+  Tensor xf = ops_reduce_detail::to_inexact(x);
+  std::vector<int64_t> a{normalize_axis("log_softmax", axis, x.ndim())};
+  Tensor m = ops_reduce_detail::finite_shift(max(xf, a));
+  Tensor shifted = xf - ops_reduce_detail::unreduce(m, xf.shape(), a);
+  return shifted - ops_reduce_detail::unreduce(log(sum(exp(shifted), a)), xf.shape(), a);
+}
+
+Tensor norm(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  Tensor xf = ops_reduce_detail::to_inexact(x);
+  return sqrt(sum(xf * xf, axes, keepdims));
+}
+
+}  // namespace fluxion

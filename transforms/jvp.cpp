@@ -1,0 +1,47 @@
+// The jvp interpreter: each primitive's jvp rule, run under the parent interpreter.
+#include "transforms/jvp.hpp"
+
+namespace fluxion {
+
+Tensor JvpInterpreter::lift(const Tensor& primal, const Tensor& tangent) {
+  return Tensor(std::make_shared<JvpTracer>(primal, tangent, tag()));
+}
+
+std::pair<Tensor, Tensor> JvpInterpreter::split(const Tensor& t) const {
+  if (owns(t)) {
+    const auto& tr = static_cast<const JvpTracer&>(*t.impl());
+    return {tr.primal(), tr.tangent()};
+  }
+  return {t, Tensor()};
+}
+
+std::vector<Tensor> JvpInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
+                                            const Params& params) {
+  std::vector<Tensor> primals, tangents;
+  primals.reserve(inputs.size());
+  tangents.reserve(inputs.size());
+  bool any_tangent = false;
+  for (const Tensor& t : inputs) {
+    check_visible(t, p.name.c_str());
+    auto [primal, tangent] = split(t);
+    any_tangent |= tangent.defined();
+    primals.push_back(std::move(primal));
+    tangents.push_back(std::move(tangent));
+  }
+  InterpreterScope parent_scope(*parent());
+  if (!any_tangent) return fluxion::bind(p, primals, params);
+  if (!p.jvp)
+    detail::fail<NotImplementedError>(tag()->transform, "no jvp rule for primitive '", p.name, "'.",
+                                      p.missing_rule_reason.empty() ? "" : " ", p.missing_rule_reason);
+  std::vector<Tensor> primals_out, tangents_out;
+  p.jvp(p, primals, tangents, params, primals_out, tangents_out);
+  std::vector<Tensor> out;
+  out.reserve(primals_out.size());
+  for (size_t i = 0; i < primals_out.size(); ++i) {
+    const Tensor& t = i < tangents_out.size() ? tangents_out[i] : Tensor();
+    out.push_back(t.defined() ? lift(primals_out[i], t) : primals_out[i]);
+  }
+  return out;
+}
+
+}  // namespace fluxion
