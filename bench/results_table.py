@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown table for bench/RESULTS.md from Google Benchmark JSON output.
 
-Usage: bench/results_table.py out.json
+Usage: bench/results_table.py out.json [more.json ...]   (runs of different filters are merged)
 (out.json from --benchmark_out=out.json --benchmark_out_format=json, with
 --benchmark_repetitions=N --benchmark_report_aggregates_only=true: medians are used; a run without
 repetitions works too.)
@@ -30,10 +30,11 @@ def to_ns(b, key):
     return b[key] * scale
 
 
-def main(path):
-    data = json.load(open(path))
+def main(paths):
+    runs = [json.load(open(p)) for p in paths]
+    data = runs[0]
     rows = {}
-    for b in data["benchmarks"]:
+    for b in (b for run in runs for b in run["benchmarks"]):
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         if b.get("error_occurred"):
@@ -47,8 +48,10 @@ def main(path):
         if b is not None:
             b["_key"] = "real_time" if real else "cpu_time"
         cases.setdefault(case, {})[impl] = b
-    print(f"<!-- {data['context'].get('date', '')} on {data['context'].get('host_name', '')}, "
-          f"{data['context'].get('num_cpus')} CPUs -->")
+    for run in runs:
+        c = run["context"]
+        print(f"<!-- {c.get('date', '')} on {c.get('host_name', '')}, {c.get('num_cpus')} CPUs, "
+              f"load average {c.get('load_avg', '?')} -->")
     print("| case | implementation | time (median) | Eigen | ours / Eigen | throughput |")
     print("|---|---|---:|---:|---:|---:|")
     for case, impls in cases.items():
@@ -73,4 +76,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

@@ -243,7 +243,7 @@ Tensor add_tangents(const Tensor& a, const Tensor& b, const Shape& out_shape) {
   return broadcast_scalar_to(lax::add(a, b), out_shape);
 }
 
-// x with its zeros replaced by ones (keeps log and negative powers finite where unselected).
+// x with its zeros replaced by ones (keeps log finite where x == 0, like JAX's _replace_zero).
 Tensor replace_zero(const Tensor& x) {
   return lax::select(lax::eq(x, scalar_like(x, 0)), ones(x.shape(), x.dtype()), x);
 }
@@ -270,11 +270,11 @@ void sub_jvp(const Primitive& self, const std::vector<Tensor>& primals, const st
   else if (tb.defined()) tangents_out[0] = broadcast_scalar_to(lax::neg(tb), shape);
 }
 
-void add_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
+void add_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
                    const std::vector<AbstractValue>& in_avals, const Params&, std::vector<Tensor>& cts_in) {
   const Tensor& ct = cts_out[0];
-  cts_in[0] = unbroadcast(ct, in_avals[0]);
-  cts_in[1] = unbroadcast(ct, in_avals[1]);
+  if (!inputs[0].defined()) cts_in[0] = unbroadcast(ct, in_avals[0]);
+  if (!inputs[1].defined()) cts_in[1] = unbroadcast(ct, in_avals[1]);
 }
 
 void sub_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
@@ -329,8 +329,10 @@ void pow_jvp(const Primitive& self, const std::vector<Tensor>& primals, const st
   const Tensor &x = primals[0], &y = primals[1], &out = primals_out[0];
   Tensor dx, dy;
   if (tangents[0].defined()) {
-    Tensor general = lax::mul(replace_zero(y), lax::pow(x, lax::sub(y, scalar_like(y, 1))));
-    Tensor jac = lax::select(lax::eq(y, scalar_like(y, 0)), zeros(out.shape(), out.dtype()), general);
+    Tensor y_zero = lax::eq(y, scalar_like(y, 0));
+    Tensor y_safe = lax::select(y_zero, ones(y.shape(), y.dtype()), y);
+    Tensor general = lax::mul(y_safe, lax::pow(x, lax::sub(y, scalar_like(y, 1))));
+    Tensor jac = lax::select(y_zero, zeros(out.shape(), out.dtype()), general);
     dx = lax::mul(tangents[0], jac);
   }
   if (tangents[1].defined()) dy = lax::mul(tangents[1], lax::mul(lax::log(replace_zero(x)), out));

@@ -52,7 +52,13 @@ struct Exp {
   static constexpr const char* name = "exp";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) { return std::exp(x); }
-  template <class A> static auto array(const A& a) { return a.exp(); }
+  // Eigen's vectorised exp clamps its argument (exp(-inf) would be ~1e-308, not 0): below the
+  // clamp the true result underflows, so select 0 there.
+  template <class A> static auto array(const A& a) {
+    using T = typename A::Scalar;
+    const T lowest = std::is_same_v<T, float> ? T(-87.0) : T(-708.0);
+    return (a >= lowest).select(a.exp(), T(0));
+  }
   template <class T> static T reference(T x) { return T(std::exp(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, y); }
 };

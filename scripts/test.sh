@@ -40,7 +40,7 @@ run_suite() {
   local rc=${PIPESTATUS[0]}
   local line skips
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$dir/ctest.log" | tail -1)
-  skips=$(grep -cE '^ *[0-9]+ - .*\(Skipped\)$' "$dir/ctest.log")
+  skips=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$dir/ctest.log")
   if [[ $line =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     failed=$((failed + BASH_REMATCH[1]))
     passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1] - skips))

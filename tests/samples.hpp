@@ -17,6 +17,8 @@ struct Sample {
   std::vector<Tensor> inputs;
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn;
   std::vector<AbstractValue> expected;
+  /// False where finite differences cannot check derivatives (e.g. an f32 result of f64 inputs).
+  bool differentiable = true;
 };
 
 /// A call that must throw: `run` calls the op with bad input; the harness checks the exception's

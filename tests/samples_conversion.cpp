@@ -94,6 +94,8 @@ std::vector<Sample> convert_samples(DType dt) {
         std::ostringstream label;
         label << AbstractValue{s, from} << " -> " << to;
         out.push_back(convert_sample(label.str(), random_tensor(s, from, seed++, -7, 7), to));
+        // An f32 result rounds away the finite-difference steps (f64 -> f64 checks the same rule).
+        if (from == f64 && to == f32) out.back().differentiable = false;
       }
       std::ostringstream label;
       label << dtype_name(from) << " specials -> " << to;

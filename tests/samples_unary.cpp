@@ -1,4 +1,6 @@
 // Samples of the elementwise unary primitives.
+#include <limits>
+
 #include "samples.hpp"
 
 namespace fluxion::testing {
@@ -42,7 +44,14 @@ const bool registered = [] {
   register_float_unary("sin", lax::sin, -4, 4);
   register_float_unary("cos", lax::cos, -4, 4);
   register_float_unary("tan", lax::tan, -1.4, 1.4);
-  register_float_unary("exp", lax::exp, -5, 5);
+  register_samples("exp", {[](DType dt) {
+                             auto out = samples_for(lax::exp, dt, -5, 5);
+                             // Underflow to exactly 0, -inf included (logsumexp relies on it).
+                             Tensor tails = astype(tensor({-std::numeric_limits<double>::infinity(), -1000.0, -745.0, -100.0, -80.0, 0.0, 1.0}), dt);
+                             out.push_back(Sample{"underflow tails", {tails}, unary_fn(lax::exp), {AbstractValue{Shape{7}, dt}}});
+                             return out;
+                           },
+                           float_only_bad("exp", lax::exp)});
   register_float_unary("log", lax::log, 0.05, 10);
   register_float_unary("log1p", lax::log1p, -0.9, 5);
   register_float_unary("expm1", lax::expm1, -3, 3);

@@ -443,7 +443,9 @@ auto jacfwd(F f) {
 template <class F>
 auto jacrev(F f) {
   return [f](const Tensor& x) {
-    auto [y, pullback] = vjp(f, x);
+    auto y_and_pullback = vjp(f, x);  // not a structured binding: lambdas cannot capture those in C++17
+    const Tensor& y = y_and_pullback.first;
+    const auto& pullback = y_and_pullback.second;
     int64_t m = y.size();
     std::vector<int64_t> basis_shape{m};
     basis_shape.insert(basis_shape.end(), y.shape().begin(), y.shape().end());

@@ -20,7 +20,7 @@ trap 'rm -f "$log"' EXIT
 # One input line per statement, as a notebook sends cells. Every output line is flushed and
 # timestamped on arrival, so the "included" marker times the header-only include.
 t0=$(date +%s.%N)
-"$repl" "${flags[@]}" 2>&1 <<'INPUT' | while IFS= read -r line; do echo "$(date +%s.%N) $line"; done >"$log"
+("$repl" "${flags[@]}") 2>&1 <<'INPUT' | while IFS= read -r line; do echo "$(date +%s.%N) $line"; done >"$log"
 #include <iostream>
 #define FLUXION_IMPLEMENTATION
 #include <fluxion/fluxion.hpp>
