@@ -113,6 +113,123 @@ void dot_general_kernel(const std::vector<Tensor>& in, const Params& params, std
   });
 }
 
+// ---- differentiation and batching rules ----
+
+// Dims of a rank-`rank` operand that are neither contracted nor batched, in order.
+std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& contract, const std::vector<int64_t>& batch) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(contract.begin(), contract.end(), d) == contract.end() &&
+        std::find(batch.begin(), batch.end(), d) == batch.end())
+      out.push_back(d);
+  return out;
+}
+
+// Bilinear: d(l . r) = dl . r + l . dr, zero terms skipped.
+void dot_general_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                     const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+  primals_out = fluxion::bind(self, primals, params);
+  Tensor t;
+  if (tangents[0].defined()) t = fluxion::bind1(self, {tangents[0], primals[1]}, params);
+  if (tangents[1].defined()) {
+    Tensor tr = fluxion::bind1(self, {primals[0], tangents[1]}, params);
+    t = t.defined() ? lax::add(t, tr) : tr;
+  }
+  tangents_out = {t};
+}
+
+// Cotangent of the lhs x (aval `x`) of out = dot_general(x, y) from the output cotangent g.
+// g's dims are [batch, x free, y free]; contracting g's y-free dims with y's free dims (batching g's
+// batch dims with y's) gives [batch, x free, x contracting in y's dim order], which a transpose
+// puts back in x's dim order. With `swap` the roles are mirrored (g is [batch, y free, x free]),
+// which is how the rhs cotangent is computed.
+Tensor transpose_operand(const Tensor& g, const AbstractValue& x, const Tensor& y, const std::vector<int64_t>& x_contract,
+                         const std::vector<int64_t>& y_contract, const std::vector<int64_t>& x_batch,
+                         const std::vector<int64_t>& y_batch, bool swap) {
+  const std::vector<int64_t> x_free = free_dims(x.ndim(), x_contract, x_batch);
+  const std::vector<int64_t> y_free = free_dims(y.ndim(), y_contract, y_batch);
+  const int64_t nb = static_cast<int64_t>(x_batch.size());
+  const int64_t nx = static_cast<int64_t>(x_free.size()), ny = static_cast<int64_t>(y_free.size());
+  std::vector<int64_t> g_batch, g_y;
+  for (int64_t i = 0; i < nb; ++i) g_batch.push_back(i);
+  const int64_t y_start = swap ? nb : nb + nx;
+  for (int64_t i = 0; i < ny; ++i) g_y.push_back(y_start + i);
+  Tensor r = lax::dot_general(g, y, {g_y, y_free}, {g_batch, y_batch});
+  // r's dims name these dims of x: batch, free, then contracting sorted by the paired y dim.
+  std::vector<int64_t> order(x_contract.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return y_contract[a] < y_contract[b]; });
+  std::vector<int64_t> names = x_batch;
+  names.insert(names.end(), x_free.begin(), x_free.end());
+  for (int64_t i : order) names.push_back(x_contract[static_cast<size_t>(i)]);
+  std::vector<int64_t> perm(names.size());
+  bool identity = true;
+  for (size_t pos = 0; pos < names.size(); ++pos) {
+    perm[static_cast<size_t>(names[pos])] = static_cast<int64_t>(pos);
+    identity &= names[pos] == static_cast<int64_t>(pos);
+  }
+  return identity ? r : lax::transpose(r, perm);
+}
+
+// Linear in each operand separately: called with one undefined (linear) operand.
+void dot_general_transpose(const Primitive& self, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
+                           const std::vector<AbstractValue>& in_avals, const Params& params,
+                           std::vector<Tensor>& cts_in) {
+  const Tensor& g = cts_out[0];
+  if (!g.defined()) return;
+  const auto& p = params.as<DotGeneralParams>();
+  if (!inputs[0].defined() && !inputs[1].defined())
+    detail::fail<Error>(self.name.c_str(), "internal: transpose with both operands linear (the product is not linear).");
+  if (!inputs[0].defined())
+    cts_in[0] = transpose_operand(g, in_avals[0], inputs[1], p.contract.first, p.contract.second, p.batch.first,
+                                  p.batch.second, /*swap=*/false);
+  if (!inputs[1].defined())
+    cts_in[1] = transpose_operand(g, in_avals[1], inputs[0], p.contract.second, p.contract.first, p.batch.second,
+                                  p.batch.first, /*swap=*/true);
+}
+
+// Dims of an operand mapped along `bdim`: logical dim d is physical d + (d >= bdim).
+std::vector<int64_t> shift_dims(const std::vector<int64_t>& dims, int64_t bdim) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(d >= bdim ? d + 1 : d);
+  return out;
+}
+
+// Both mapped: the two batch axes become a new leading batch-dim pair (output axis 0). One mapped:
+// its batch axis is one more free dim of that operand, found where free dims land in the output.
+// No transposes, no broadcasts of the unmapped operand.
+void dot_general_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                       const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const auto& p = params.as<DotGeneralParams>();
+  const int64_t lb = dims[0], rb = dims[1];
+  AxisPair contract = p.contract, batch = p.batch;
+  if (lb != kNotMapped) {
+    contract.first = shift_dims(contract.first, lb);
+    batch.first = shift_dims(batch.first, lb);
+  }
+  if (rb != kNotMapped) {
+    contract.second = shift_dims(contract.second, rb);
+    batch.second = shift_dims(batch.second, rb);
+  }
+  const int64_t nb = static_cast<int64_t>(p.batch.first.size());
+  int64_t od = 0;
+  if (lb != kNotMapped && rb != kNotMapped) {
+    batch.first.insert(batch.first.begin(), lb);
+    batch.second.insert(batch.second.begin(), rb);
+    od = 0;
+  } else if (lb != kNotMapped) {
+    // Output position of lhs dim lb: after the batch dims and the lhs free dims before it.
+    std::vector<int64_t> lfree = free_dims(values[0].ndim() - 1, p.contract.first, p.batch.first);
+    od = nb + (std::lower_bound(lfree.begin(), lfree.end(), lb) - lfree.begin());
+  } else {
+    std::vector<int64_t> lfree = free_dims(values[0].ndim(), p.contract.first, p.batch.first);
+    std::vector<int64_t> rfree = free_dims(values[1].ndim() - 1, p.contract.second, p.batch.second);
+    od = nb + static_cast<int64_t>(lfree.size()) + (std::lower_bound(rfree.begin(), rfree.end(), rb) - rfree.begin());
+  }
+  out = fluxion::bind(self, values, DotGeneralParams(std::move(contract), std::move(batch)));
+  out_dims = {od};
+}
+
 const Primitive& dot_general_p() {
   static const Primitive p = [] {
     Primitive q;
@@ -121,6 +238,9 @@ const Primitive& dot_general_p() {
     q.shape_rule = &dot_general_shape_rule;
     q.kernels[static_cast<size_t>(Backend::reference)] = &dot_general_kernel<true>;
     q.kernels[static_cast<size_t>(Backend::cpu)] = &dot_general_kernel<false>;
+    q.jvp = &dot_general_jvp;
+    q.transpose = &dot_general_transpose;
+    q.batch = &dot_general_batch;
     return q;
   }();
   return p;

@@ -240,6 +240,161 @@ void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
   });
 }
 
+// ---- differentiation and batching rules ----
+
+// Axes of a rank-`rank` operand not in the sorted list `axes`.
+std::vector<int64_t> kept_axes(int64_t rank, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0, a = 0; d < rank; ++d) {
+    if (a < static_cast<int64_t>(axes.size()) && axes[static_cast<size_t>(a)] == d) ++a;
+    else kept.push_back(d);
+  }
+  return kept;
+}
+
+// `y` (reduced over `axes`) broadcast back to `shape`.
+Tensor broadcast_back(const Tensor& y, const Shape& shape, const std::vector<int64_t>& axes) {
+  return lax::broadcast_in_dim(y, shape, kept_axes(shape.size(), axes));
+}
+
+// reduce_sum is linear: its transpose broadcasts the cotangent back over the reduced axes.
+void reduce_sum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
+                          const std::vector<AbstractValue>& in_avals, const Params& params,
+                          std::vector<Tensor>& cts_in) {
+  if (!cts_out[0].defined()) return;
+  const auto& axes = params.as<ReduceParams>().axes;
+  cts_in[0] = axes.empty() ? cts_out[0] : broadcast_back(cts_out[0], in_avals[0].shape, axes);
+}
+
+// reduce_max/min (like JAX): the tangent at the positions equal to the result, averaged over ties.
+void reduce_chooser_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                        const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+  const Tensor& x = primals[0];
+  const auto& axes = params.as<ReduceParams>().axes;
+  primals_out = fluxion::bind(self, primals, params);
+  const Tensor& t = tangents[0];
+  if (!t.defined() || axes.empty()) {  // axes=() is the identity
+    tangents_out = {t};
+    return;
+  }
+  Tensor mask = lax::convert_element_type(lax::eq(x, broadcast_back(primals_out[0], x.shape(), axes)), t.dtype());
+  Tensor count = lax::reduce_sum(mask, axes);
+  tangents_out = {lax::div(lax::reduce_sum(lax::mul(t, mask), axes), count)};
+}
+
+// `x` shifted by k >= 1 along its last axis (of size n > k), the vacated positions filled with
+// `fill`: toward higher indices when `up`, else toward lower ones. Made of slice and pad.
+Tensor shift_last(const Tensor& x, int64_t k, bool up, const Tensor& fill) {
+  const int64_t rank = x.ndim(), n = x.shape()[rank - 1];
+  std::vector<int64_t> start(static_cast<size_t>(rank), 0), limit = x.shape().dims();
+  std::vector<int64_t> low(static_cast<size_t>(rank), 0), high(static_cast<size_t>(rank), 0),
+      interior(static_cast<size_t>(rank), 0);
+  if (up) {
+    limit.back() = n - k;
+    low.back() = k;
+  } else {
+    start.back() = k;
+    high.back() = k;
+  }
+  return lax::pad(lax::slice(x, start, limit), fill, low, high, interior);
+}
+
+// Exclusive products along the last axis (prefix when `up`, suffix otherwise) by a log-step
+// (Hillis-Steele) scan: only mul, slice and pad, so the result differentiates again.
+Tensor exclusive_products(const Tensor& x, bool up) {
+  const int64_t n = x.shape()[x.ndim() - 1];
+  Tensor one = scalar_like(x, 1);
+  Tensor s = shift_last(x, 1, up, one);
+  for (int64_t k = 1; k < n - 1; k *= 2) s = lax::mul(s, shift_last(s, k, up, one));
+  return s;
+}
+
+// reduce_prod without dividing by x (correct with zeros): with the reduced axes gathered into one
+// trailing axis, d prod = sum(t * (product of the elements before) * (product of those after)).
+void reduce_prod_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                     const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+  const Tensor& x = primals[0];
+  const auto& axes = params.as<ReduceParams>().axes;
+  primals_out = fluxion::bind(self, primals, params);
+  const Tensor& t = tangents[0];
+  if (!t.defined() || axes.empty()) {
+    tangents_out = {t};
+    return;
+  }
+  std::vector<int64_t> perm = kept_axes(x.ndim(), axes);
+  std::vector<int64_t> gathered;
+  int64_t n = 1;
+  for (int64_t d : perm) gathered.push_back(x.shape()[d]);
+  for (int64_t a : axes) n *= x.shape()[a];
+  gathered.push_back(n);
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  auto gather_axes = [&](const Tensor& v) { return lax::reshape(identity ? v : lax::transpose(v, perm), Shape(gathered)); };
+  Tensor tg = gather_axes(t);
+  const int64_t last = static_cast<int64_t>(gathered.size()) - 1;
+  if (n <= 1) {  // nothing else to multiply by
+    tangents_out = {lax::reduce_sum(tg, {last})};
+    return;
+  }
+  Tensor xg = gather_axes(x);
+  Tensor others = lax::mul(exclusive_products(xg, true), exclusive_products(xg, false));
+  tangents_out = {lax::reduce_sum(lax::mul(tg, others), {last})};
+}
+
+// cumsum is linear: its transpose is the cumsum in the other direction.
+void cumsum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
+                      const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
+  if (!cts_out[0].defined()) return;
+  const auto& p = params.as<CumsumParams>();
+  cts_in[0] = lax::cumsum(cts_out[0], p.axis, !p.reverse);
+}
+
+// Logical axes of an operand mapped along `bdim` -> physical axes (still sorted); also the batch
+// axis of the reduced result.
+std::vector<int64_t> physical_axes(const std::vector<int64_t>& axes, int64_t bdim, int64_t* out_dim) {
+  std::vector<int64_t> phys;
+  int64_t before = 0;
+  for (int64_t a : axes) {
+    phys.push_back(a >= bdim ? a + 1 : a);
+    before += a < bdim;
+  }
+  *out_dim = bdim - before;
+  return phys;
+}
+
+// Batching of reduce_*: reduce the shifted axes in place; the batch axis survives.
+void reduce_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                  const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  int64_t od = 0;
+  std::vector<int64_t> axes = physical_axes(params.as<ReduceParams>().axes, dims[0], &od);
+  out = fluxion::bind(self, values, ReduceParams(std::move(axes)));
+  out_dims = {od};
+}
+
+void arg_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+               const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const auto& p = params.as<ArgParams>();
+  int64_t od = 0;
+  std::vector<int64_t> axes = physical_axes(p.axes, dims[0], &od);
+  out = fluxion::bind(self, values, ArgParams(std::move(axes), p.index_dtype));
+  out_dims = {od};
+}
+
+void cumsum_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                  const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const auto& p = params.as<CumsumParams>();
+  out = fluxion::bind(self, values, CumsumParams(p.axis >= dims[0] ? p.axis + 1 : p.axis, p.reverse));
+  out_dims = {dims[0]};
+}
+
+Primitive with_rules(Primitive p, JvpRule jvp, TransposeRule transpose, BatchRule batch) {
+  p.jvp = jvp;
+  p.transpose = transpose;
+  p.batch = batch;
+  return p;
+}
+
 Primitive make_primitive(const char* name, ShapeRule rule, Kernel reference, Kernel cpu, bool linear = false) {
   Primitive p;
   p.name = name;
@@ -256,32 +411,35 @@ Primitive make_reduce(bool linear = false) {
 }
 
 const Primitive& reduce_sum_p() {
-  static const Primitive p = make_reduce<Sum>(/*linear=*/true);
+  static const Primitive p = with_rules(make_reduce<Sum>(/*linear=*/true), &linear_jvp_rule, &reduce_sum_transpose, &reduce_batch);
   return p;
 }
 const Primitive& reduce_max_p() {
-  static const Primitive p = make_reduce<Max>();
+  static const Primitive p = with_rules(make_reduce<Max>(), &reduce_chooser_jvp, nullptr, &reduce_batch);
   return p;
 }
 const Primitive& reduce_min_p() {
-  static const Primitive p = make_reduce<Min>();
+  static const Primitive p = with_rules(make_reduce<Min>(), &reduce_chooser_jvp, nullptr, &reduce_batch);
   return p;
 }
 const Primitive& reduce_prod_p() {
-  static const Primitive p = make_reduce<Prod>();
+  static const Primitive p = with_rules(make_reduce<Prod>(), &reduce_prod_jvp, nullptr, &reduce_batch);
   return p;
 }
 const Primitive& argmax_p() {
-  static const Primitive p = make_primitive("argmax", &arg_shape_rule, &arg_kernel<true, true>, &arg_kernel<true, false>);
+  static const Primitive p = with_rules(make_primitive("argmax", &arg_shape_rule, &arg_kernel<true, true>, &arg_kernel<true, false>),
+                                       &zero_jvp_rule, nullptr, &arg_batch);
   return p;
 }
 const Primitive& argmin_p() {
-  static const Primitive p = make_primitive("argmin", &arg_shape_rule, &arg_kernel<false, true>, &arg_kernel<false, false>);
+  static const Primitive p = with_rules(make_primitive("argmin", &arg_shape_rule, &arg_kernel<false, true>, &arg_kernel<false, false>),
+                                       &zero_jvp_rule, nullptr, &arg_batch);
   return p;
 }
 const Primitive& cumsum_p() {
   static const Primitive p =
-      make_primitive("cumsum", &cumsum_shape_rule, &cumsum_kernel<true>, &cumsum_kernel<false>, /*linear=*/true);
+      with_rules(make_primitive("cumsum", &cumsum_shape_rule, &cumsum_kernel<true>, &cumsum_kernel<false>, /*linear=*/true),
+                 &linear_jvp_rule, &cumsum_transpose, &cumsum_batch);
   return p;
 }
 

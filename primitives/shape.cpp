@@ -228,7 +228,9 @@ const Primitive& expand_dims_p() {
 }
 
 /// Negative axes counted from the end of a rank-`rank` shape, sorted (AxisError naming `where`).
+/// rank < 0 (an empty handle) leaves them for bind to reject.
 Axes normalized_sorted(const char* where, const Axes& axes, int64_t rank) {
+  if (rank < 0) return axes;
   Axes out;
   out.reserve(axes.size());
   for (int64_t a : axes) out.push_back(normalize_axis(where, a, rank));
@@ -261,11 +263,11 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& permutation) {
 }
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& dimensions) {
   namespace sf = primitives::shape_family;
-  return bind1(sf::squeeze_p(), {x}, sf::SqueezeParams(sf::normalized_sorted("squeeze", dimensions, x.ndim())));
+  return bind1(sf::squeeze_p(), {x}, sf::SqueezeParams(sf::normalized_sorted("squeeze", dimensions, x.defined() ? x.ndim() : -1)));
 }
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& dimensions) {
   namespace sf = primitives::shape_family;
-  const int64_t out_rank = x.ndim() + static_cast<int64_t>(dimensions.size());
+  const int64_t out_rank = x.defined() ? x.ndim() + static_cast<int64_t>(dimensions.size()) : -1;
   return bind1(sf::expand_dims_p(), {x},
                sf::ExpandDimsParams(sf::normalized_sorted("expand_dims", dimensions, out_rank)));
 }

@@ -1,4 +1,5 @@
 // DType names and sets, Shape arithmetic and printing.
+#include <algorithm>
 #include <sstream>
 
 #include "fluxion/dtype.hpp"
@@ -82,6 +83,19 @@ int64_t normalize_axis(const char* where, int64_t axis, int64_t rank) {
     detail::fail<AxisError>(where, "axis ", axis, " is out of range for rank ", rank,
                             ". Use an axis in [", -rank, ", ", rank, ").");
   return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> normalize_axes(const char* where, const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> out;
+  for (int64_t a : axes) {
+    int64_t n = normalize_axis(where, a, rank);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      detail::fail<AxisError>(where, "axis ", a, " is repeated in axes ", Shape(axes), " for rank ", rank,
+                              ". Name each axis once.");
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace fluxion

@@ -11,29 +11,18 @@ namespace ops_reduce_detail {
 
 using LaxReduce = Tensor (*)(const Tensor&, const std::vector<int64_t>&);
 
-/// Sorted non-negative axes (every axis when `axes` is empty); AxisError for an axis out of range
-/// or named twice.
-std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> out;
-  if (axes.empty()) {
-    for (int64_t i = 0; i < rank; ++i) out.push_back(i);
-    return out;
-  }
-  for (int64_t a : axes) {
-    int64_t n = normalize_axis(op, a, rank);
-    if (std::find(out.begin(), out.end(), n) != out.end())
-      detail::fail<AxisError>(op, "axis ", a, " is repeated in axes ", Shape(axes), " for rank ", rank,
-                              ". Name each axis once.");
-    out.push_back(n);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+/// Sorted non-negative axes, every axis when `axes` is empty.
+std::vector<int64_t> reduction_axes(const char* op, const std::vector<int64_t>& axes, int64_t rank) {
+  if (!axes.empty()) return fluxion::normalize_axes(op, axes, rank);
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < rank; ++i) all.push_back(i);
+  return all;
 }
 
 /// `f` over `axes` (normalised), with the reduced axes kept as size 1 when `keepdims`.
 Tensor reduce(const char* op, LaxReduce f, const Tensor& x, const std::vector<int64_t>& axes,
               bool keepdims) {
-  std::vector<int64_t> ax = normalize_axes(op, axes, x.ndim());
+  std::vector<int64_t> ax = reduction_axes(op, axes, x.ndim());
   if (ax.empty()) return x;
   Tensor r = f(x, ax);
   return keepdims ? lax::expand_dims(r, ax) : r;
@@ -91,20 +80,20 @@ Tensor prod(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   int64_t count = 1;
-  for (int64_t a : ops_reduce_detail::normalize_axes("mean", axes, x.ndim())) count *= x.shape()[a];
+  for (int64_t a : ops_reduce_detail::reduction_axes("mean", axes, x.ndim())) count *= x.shape()[a];
   Tensor s = sum(ops_reduce_detail::to_inexact(x), axes, keepdims);
   return s / static_cast<double>(count);
 }
 
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   ops_reduce_detail::check_not_bool("max", x);
-  ops_reduce_detail::check_nonempty("max", x, ops_reduce_detail::normalize_axes("max", axes, x.ndim()));
+  ops_reduce_detail::check_nonempty("max", x, ops_reduce_detail::reduction_axes("max", axes, x.ndim()));
   return ops_reduce_detail::reduce("max", &lax::reduce_max, x, axes, keepdims);
 }
 
 Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   ops_reduce_detail::check_not_bool("min", x);
-  ops_reduce_detail::check_nonempty("min", x, ops_reduce_detail::normalize_axes("min", axes, x.ndim()));
+  ops_reduce_detail::check_nonempty("min", x, ops_reduce_detail::reduction_axes("min", axes, x.ndim()));
   return ops_reduce_detail::reduce("min", &lax::reduce_min, x, axes, keepdims);
 }
 
@@ -124,7 +113,7 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
 
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   Tensor xf = ops_reduce_detail::to_inexact(x);
-  std::vector<int64_t> ax = ops_reduce_detail::normalize_axes("logsumexp", axes, x.ndim());
+  std::vector<int64_t> ax = ops_reduce_detail::reduction_axes("logsumexp", axes, x.ndim());
   // Shifting by the (constant) max keeps exp from overflowing; an all -inf slice gives -inf.
   Tensor m = ops_reduce_detail::finite_shift(max(xf, ax));
   Tensor shifted = xf - ops_reduce_detail::unreduce(m, xf.shape(), ax);

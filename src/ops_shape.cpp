@@ -7,19 +7,6 @@
 namespace fluxion {
 namespace ops_shape_detail {
 
-/// Normalised axes against `rank`, sorted; AxisError when one is out of range or repeated.
-std::vector<int64_t> unique_axes(const char* op, const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> out;
-  for (int64_t a : axes) {
-    int64_t n = normalize_axis(op, a, rank);
-    if (std::find(out.begin(), out.end(), n) != out.end())
-      detail::fail<AxisError>(op, "axis ", a, " is repeated in axes ", Shape(axes), " for rank ", rank,
-                              ". Name each axis once.");
-    out.push_back(n);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// The operands converted to their common dtype; ShapeError naming `op` for an empty list.
 std::vector<Tensor> promote_all(const char* op, const std::vector<Tensor>& xs) {
@@ -89,7 +76,7 @@ Tensor expand_dims(const Tensor& x, int64_t axis) { return expand_dims(x, std::v
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes) {
   // Axes count in the output rank, so -1 appends a trailing dimension.
   int64_t rank = x.ndim() + static_cast<int64_t>(axes.size());
-  std::vector<int64_t> dims = ops_shape_detail::unique_axes("expand_dims", axes, rank);
+  std::vector<int64_t> dims = normalize_axes("expand_dims", axes, rank);
   return dims.empty() ? x : lax::expand_dims(x, dims);
 }
 
@@ -99,7 +86,7 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
     for (int64_t i = 0; i < x.ndim(); ++i)
       if (x.shape()[i] == 1) dims.push_back(i);
   } else {
-    dims = ops_shape_detail::unique_axes("squeeze", axes, x.ndim());
+    dims = normalize_axes("squeeze", axes, x.ndim());
     for (int64_t d : dims)
       if (x.shape()[d] != 1)
         detail::fail<ShapeError>("squeeze", "axis ", d, " of ", x.aval(), " has size ", x.shape()[d],

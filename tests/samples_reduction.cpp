@@ -53,6 +53,18 @@ Tensor with_nans(const Tensor& t, const std::vector<int64_t>& at) {
   });
 }
 
+// `t` with exact zeros at the given flat positions.
+Tensor with_zeros(const Tensor& t, const std::vector<int64_t>& at) {
+  std::vector<double> v = t.to_vector<double>();
+  for (int64_t i : at) v[static_cast<size_t>(i)] = 0;
+  return dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<T> c(v.size());
+    for (size_t i = 0; i < v.size(); ++i) c[i] = static_cast<T>(v[i]);
+    return from_vector(c, t.shape());
+  });
+}
+
 // Values from {-1, 0, 1}: many ties.
 Tensor tie_tensor(const Shape& s, DType dt, uint64_t seed) {
   std::vector<double> v = random_tensor(s, f64, seed, -1.4, 1.4).to_vector<double>();
@@ -126,18 +138,22 @@ const std::vector<Case>& long_cases() {
   return c;
 }
 
-std::vector<Sample> reduce_samples(ReduceFn f, DType dt, double lo, double hi, bool long_ones) {
+// `grid_ties`: the grid samples have exact ties among the reduced values, where reduce_max/min are
+// not differentiable, so finite differences cannot check them (they are flagged).
+std::vector<Sample> reduce_samples(ReduceFn f, DType dt, double lo, double hi, bool long_ones,
+                                   bool grid_ties = false) {
   std::vector<Sample> out;
   uint64_t seed = 100;
-  auto add = [&](const Case& c, Tensor x, const std::string& note) {
+  auto add = [&](const Case& c, Tensor x, const std::string& note, bool differentiable = true) {
     const Axes axes = c.axes;
     const DType d = x.dtype();
     out.push_back(Sample{axes_label(x.aval(), "axes=" + axes_str(axes) + note), {x},
-                         unary_fn([f, axes](const Tensor& t) { return f(t, axes); }), {AbstractValue{c.out, d}}});
+                         unary_fn([f, axes](const Tensor& t) { return f(t, axes); }), {AbstractValue{c.out, d}},
+                         differentiable});
   };
   for (const Case& c : reduce_cases()) add(c, random_tensor(c.shape, dt, seed++, lo, hi), "");
   if (long_ones)
-    for (const Case& c : long_cases()) add(c, grid_tensor(c.shape, dt, seed++), " (grid)");
+    for (const Case& c : long_cases()) add(c, grid_tensor(c.shape, dt, seed++), " (grid)", !grid_ties);
   for (DType d : {i32, i64})
     for (const Case& c : {reduce_cases()[3], reduce_cases()[10], reduce_cases()[15], reduce_cases()[20]})
       add(c, random_tensor(c.shape, d, seed++, -3, 3), "");
@@ -261,7 +277,7 @@ const bool registered = [] {
                                   reduce_bad("reduce_sum", lax::reduce_sum)});
   for (auto [name, f] : {std::pair<const char*, ReduceFn>{"reduce_max", lax::reduce_max}, {"reduce_min", lax::reduce_min}})
     register_samples(name, {[f = f](DType dt) {
-                              std::vector<Sample> s = reduce_samples(f, dt, -2, 2, true);
+                              std::vector<Sample> s = reduce_samples(f, dt, -2, 2, true, /*grid_ties=*/true);
                               for (Sample& n : nan_samples(f, dt)) s.push_back(std::move(n));
                               return s;
                             },
@@ -273,6 +289,13 @@ const bool registered = [] {
                                      s.push_back(Sample{"signed factors", {x},
                                                         unary_fn([](const Tensor& t) { return lax::reduce_prod(t, {1}); }),
                                                         {AbstractValue{{3}, dt}}});
+                                     // Exact zeros (one in rows 0, 2, 3, two in row 1, column 2 all
+                                     // zeros): the derivative is the product of the other factors, never y / x.
+                                     Tensor z = with_zeros(random_tensor({4, 5}, dt, 43, 0.6, 1.6), {2, 5, 7, 12, 17});
+                                     for (const Axes& axes : {Axes{0}, Axes{1}, Axes{0, 1}})
+                                       s.push_back(Sample{axes_label(z.aval(), "axes=" + axes_str(axes) + " with zeros"), {z},
+                                                          unary_fn([axes](const Tensor& t) { return lax::reduce_prod(t, axes); }),
+                                                          {AbstractValue{drop(z.shape(), axes), dt}}});
                                      return s;
                                    },
                                    reduce_bad("reduce_prod", lax::reduce_prod)});

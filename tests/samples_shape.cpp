@@ -167,14 +167,16 @@ const bool registered = [] {
         bad<AxisError>("out of range", "[squeeze] axis 2 is out of range for rank 2",
                        [] { lax::squeeze(zeros({1, 1}), {2}); }),
         bad<AxisError>("listed twice", "[squeeze] dimensions=(0,0) lists dimension 0 twice",
-                       [] { lax::squeeze(zeros({1, 3}), {0, -2}); })}});
+                       [] { lax::squeeze(zeros({1, 3}), {0, -2}); }),
+        bad<Error>("empty tensor handle", "[squeeze] an input is an empty", [] { lax::squeeze(Tensor(), {0}); })}});
   register_samples(
       "expand_dims",
       {expand_dims_samples,
        {bad<AxisError>("position listed twice", "[expand_dims] dimensions=(1,1) lists position 1 twice",
                        [] { lax::expand_dims(zeros({2}), {1, -2}); }),
         bad<AxisError>("position out of range", "[expand_dims] axis 3 is out of range for rank 2",
-                       [] { lax::expand_dims(zeros({2}), {3}); })}});
+                       [] { lax::expand_dims(zeros({2}), {3}); }),
+        bad<Error>("empty tensor handle", "[expand_dims] an input is an empty", [] { lax::expand_dims(Tensor(), {0}); })}});
   return true;
 }();
 

@@ -74,9 +74,17 @@ const bool registered = [] {
                                             [] { lax::logical_not(zeros({3}, f32)); }),
                             bad<DTypeError>("f64 operand", "accepts bool, i32, i64",
                                             [] { lax::logical_not(zeros({}, f64)); })}});
-  register_samples("stop_gradient", {[](DType dt) { return samples_for(lax::stop_gradient, dt, -3, 3, {i32, boolean}); },
-                                     {bad<Error>("empty tensor handle", "[stop_gradient]", [] { lax::stop_gradient(Tensor()); }),
-                                      bad<Error>("empty handle again via eval", "empty", [] { lax::stop_gradient(Tensor()); })}});
+  // stop_gradient's derivative is zero by definition, which finite differences cannot see.
+  register_samples("stop_gradient",
+                   {[](DType dt) {
+                      auto out = samples_for(lax::stop_gradient, dt, -3, 3, {i32, boolean});
+                      for (Sample& s : out) s.differentiable = false;
+                      return out;
+                    },
+                    {bad<Error>("empty tensor handle", "[stop_gradient]", [] { lax::stop_gradient(Tensor()); }),
+                     bad<ShapeError>("two operands", "[stop_gradient] takes 1 operand(s), got 2", [] {
+                       fluxion::bind(*find_primitive("stop_gradient"), {zeros({2}), zeros({2})});
+                     })}});
   return true;
 }();
 

@@ -48,6 +48,12 @@ TEST_CASE("grad: C++ control flow on values is differentiated along the path tak
   CHECK(val(fx::grad(my_abs)(fx::scalar(-2.0))) == -1.0);
 }
 
+TEST_CASE("grad: stop_gradient has a zero derivative but passes values through") {
+  auto f = [](const fx::Tensor& x) { return x * fx::stop_gradient(x); };
+  CHECK(val(fx::grad(f)(fx::scalar(3.0))) == 3.0);
+  CHECK(val(f(fx::scalar(3.0))) == 9.0);
+}
+
 TEST_CASE("grad: a 6-deep nest of grad of x^7 / 7! gives x") {
   auto f = [](const fx::Tensor& x) { return fx::pow(x, 7.0) / 5040.0; };
   auto d6 = fx::grad(fx::grad(fx::grad(fx::grad(fx::grad(fx::grad(f))))));

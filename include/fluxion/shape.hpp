@@ -52,6 +52,10 @@ int64_t checked_num_elements(const char* where, const std::vector<int64_t>& dims
 /// Normalises a possibly negative axis against `rank`; AxisError naming `where` when out of range.
 int64_t normalize_axis(const char* where, int64_t axis, int64_t rank);
 
+/// Normalised (non-negative), sorted axes; AxisError naming `where` for an axis out of range or
+/// named twice.
+std::vector<int64_t> normalize_axes(const char* where, const std::vector<int64_t>& axes, int64_t rank);
+
 /// Shape and dtype of a value: what every shape rule computes ("aval" as in JAX).
 struct AbstractValue {
   Shape shape;
