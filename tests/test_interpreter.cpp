@@ -5,25 +5,13 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "test_util.hpp"
+
 namespace fx = fluxion;
 namespace lax = fluxion::lax;
 
-namespace {
-std::string str(const fx::Jaxpr& j) {
-  std::ostringstream os;
-  os << j;
-  return os.str();
-}
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
-}  // namespace
+using fluxion::testing::message_of;
+std::string str(const fx::Jaxpr& j) { return fluxion::testing::to_text(j); }
 
 TEST_CASE("make_jaxpr: inputs are numbered in argument order and static arguments pass through") {
   fx::Tensor x = fx::tensor({1.0f, 2.0f}), y = fx::tensor({1.0, 2.0, 3.0});

@@ -5,18 +5,11 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "test_util.hpp"
+
 namespace fx = fluxion;
 
-namespace {
-template <class F, class... Args>
-std::string jaxpr_text(F f, const Args&... args) {
-  fx::Jaxpr j = fx::make_jaxpr(f)(args...);
-  fx::typecheck(j);
-  std::ostringstream os;
-  os << j;
-  return os.str();
-}
-}  // namespace
+using fluxion::testing::jaxpr_text;
 
 TEST_CASE("golden: sum(tanh(matmul(x, w)) * 2.0) prints in the DESIGN.md format") {
   auto f = [](const fx::Tensor& x, const fx::Tensor& w) { return fx::sum(fx::tanh(fx::matmul(x, w)) * 2.0); };

@@ -10,22 +10,17 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "test_util.hpp"
+
 namespace fx = fluxion;
 using doctest::Contains;
+using fluxion::testing::jaxpr_text;
 
 namespace {
 
 std::vector<double> vals(const fx::Tensor& t) { return t.to_vector<double>(); }
 std::vector<int64_t> dims(const fx::Tensor& t) { return t.shape().dims(); }
 
-template <class F, class... Args>
-std::string jaxpr_text(F f, const Args&... args) {
-  fx::Jaxpr j = fx::make_jaxpr(f)(args...);
-  fx::typecheck(j);
-  std::ostringstream os;
-  os << j;
-  return os.str();
-}
 
 // Element-wise closeness for floating results.
 bool close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-6) {

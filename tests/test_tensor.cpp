@@ -7,25 +7,13 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "test_util.hpp"
+
 namespace fx = fluxion;
 
-namespace {
+using fluxion::testing::message_of;
 template <class T>
-std::string str(const T& v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
-}  // namespace
+std::string str(const T& v) { return fluxion::testing::to_text(v); }
 
 TEST_CASE("tensor: braced lists keep their element type and shape") {
   fx::Tensor a = fx::tensor({1.0, 2.0, 3.0});

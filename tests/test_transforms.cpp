@@ -7,19 +7,13 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "test_util.hpp"
+
 namespace fx = fluxion;
+using fluxion::testing::message_of;
 
 namespace {
 double val(const fx::Tensor& t) { return t.item<double>(); }
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
 }  // namespace
 
 TEST_CASE("grad: derivative of sin(x) * x") {

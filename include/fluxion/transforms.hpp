@@ -281,6 +281,25 @@ auto jvp(F f, const Tensor& x, const Tensor& t) {
   return jvp([&f](const Tensor& a) { return f(a); }, std::make_tuple(x), std::make_tuple(t));
 }
 
+namespace transform_detail {
+/// f linearized at args (all pytrees): its output y (f's own structure) and the linear Jaxpr.
+template <class F, class... Args>
+auto linearize_args(const char* transform, const F& f, const std::tuple<Args...>& arg_tuple) {
+  std::vector<Tensor> leaves = tree_leaves(arg_tuple);
+  using Out = std::decay_t<decltype(std::apply(f, arg_tuple))>;
+  std::optional<Out> out_structure;
+  Linearized lin = linearize_flat(transform, leaves, [&](const std::vector<Tensor>& traced) {
+    auto it = traced.cbegin();
+    auto call = PyTree<std::tuple<Args...>>::rebuild(arg_tuple, it);
+    out_structure.emplace(std::apply(f, call));
+    return tree_leaves(*out_structure);
+  });
+  auto oi = lin.primals_out.cbegin();
+  Out y = PyTree<Out>::rebuild(*out_structure, oi);
+  return std::make_pair(std::move(y), lin.linear);
+}
+}  // namespace transform_detail
+
 /// Reverse mode: std::pair{f(args...), pullback}; pullback(ct) returns a std::tuple with one
 /// cotangent per argument and can be called many times.
 template <class F, class... Args>
@@ -289,17 +308,9 @@ auto vjp(F f, const Args&... args) {
   auto arg_tuple = std::make_tuple(args...);
   std::vector<Tensor> leaves = tree_leaves(arg_tuple);
   for (size_t i = 0; i < leaves.size(); ++i) transform_detail::check_float_input("vjp", i, leaves[i]);
-  using Out = std::decay_t<decltype(f(args...))>;
-  std::optional<Out> out_structure;
-  auto lin = transform_detail::linearize_flat("vjp", leaves, [&](const std::vector<Tensor>& traced) {
-    auto it = traced.cbegin();
-    auto call = PyTree<decltype(arg_tuple)>::rebuild(arg_tuple, it);
-    out_structure.emplace(std::apply(f, call));
-    return tree_leaves(*out_structure);
-  });
-  auto oi = lin.primals_out.cbegin();
-  Out y = PyTree<Out>::rebuild(*out_structure, oi);
-  auto pullback = [linear = lin.linear, arg_tuple, y](const Out& ct) {
+  auto [y, linear] = transform_detail::linearize_args("vjp", f, arg_tuple);
+  using Out = std::decay_t<decltype(y)>;
+  auto pullback = [linear = linear, arg_tuple](const Out& ct) {
     std::vector<Tensor> cts = tree_leaves(ct);
     if (cts.size() != linear->outputs.size())
       detail::fail<Error>("vjp", "the cotangent has ", cts.size(), " tensors but the output has ",
@@ -316,18 +327,8 @@ template <class F, class... Args>
 auto linearize(F f, const Args&... args) {
   static_assert((is_pytree_v<Args> && ...), "fx::linearize: every argument must be a Tensor or pytree of Tensors");
   auto arg_tuple = std::make_tuple(args...);
-  std::vector<Tensor> leaves = tree_leaves(arg_tuple);
-  using Out = std::decay_t<decltype(f(args...))>;
-  std::optional<Out> out_structure;
-  auto lin = transform_detail::linearize_flat("linearize", leaves, [&](const std::vector<Tensor>& traced) {
-    auto it = traced.cbegin();
-    auto call = PyTree<decltype(arg_tuple)>::rebuild(arg_tuple, it);
-    out_structure.emplace(std::apply(f, call));
-    return tree_leaves(*out_structure);
-  });
-  auto oi = lin.primals_out.cbegin();
-  Out y = PyTree<Out>::rebuild(*out_structure, oi);
-  auto f_lin = [linear = lin.linear, y, arg_tuple](const auto&... tangents) {
+  auto [y, linear] = transform_detail::linearize_args("linearize", f, arg_tuple);
+  auto f_lin = [linear = linear, y = y, arg_tuple](const auto&... tangents) {
     std::vector<Tensor> tl = tree_leaves(std::make_tuple(tangents...));
     std::vector<Tensor> in_leaves = tree_leaves(arg_tuple);
     if (tl.size() != in_leaves.size())
@@ -338,7 +339,7 @@ auto linearize(F f, const Args&... args) {
                                  in_leaves[i].aval(), ". Tangents must match the primals.");
     std::vector<Tensor> out = eval_jaxpr(*linear, tl);
     auto it = out.cbegin();
-    return PyTree<Out>::rebuild(y, it);
+    return PyTree<std::decay_t<decltype(y)>>::rebuild(y, it);
   };
   return std::make_pair(y, f_lin);
 }
