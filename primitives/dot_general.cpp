@@ -3,6 +3,9 @@
 // in order. Bilinear, hence Traits.linear. The CPU kernel maps each batch to one Eigen GEMM
 // (backends/cpu/gemm.hpp); the reference sums products in long double
 // (backends/reference/dot_general.hpp). Integer products and sums wrap modulo 2^bits.
+// Rules: jvp dl.r + l.dr; transpose per operand (a dot_general of the cotangent with the other
+// operand, then a transpose into the operand's dim order); batching turns the batch axes into a
+// new batch-dim pair, or into one more free dim of the single mapped operand.
 #include <algorithm>
 #include <sstream>
 

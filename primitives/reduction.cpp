@@ -7,6 +7,11 @@
 // (lowest integer), min +inf (largest integer). reduce_max/min propagate NaN. argmax/argmin
 // return the first extremum, NaN counting as the extremum (the first NaN wins); their axis must
 // not be empty. Integer sums and products wrap modulo 2^bits.
+//
+// Rules: reduce_sum and cumsum are linear (transposes: broadcast back, cumsum the other way);
+// reduce_max/min average the tangent over ties, like JAX; reduce_prod's jvp multiplies exclusive
+// prefix and suffix products (no division, so zeros are fine); argmax/argmin have zero derivative.
+// Batching renumbers the axes around the batch axis: no transposes, no loops.
 #include <array>
 #include <cmath>
 #include <limits>

@@ -59,4 +59,69 @@ Tensor vmap_output(const BatchInterpreter& interp, const Tensor& out, int64_t si
   return batching::materialize(value, dim, size, to);
 }
 
+std::vector<int64_t> leaf_offsets(const std::vector<Tensor>& leaves) {
+  std::vector<int64_t> off;
+  int64_t total = 0;
+  for (const Tensor& t : leaves) {
+    off.push_back(total);
+    total += t.size();
+  }
+  off.push_back(total);
+  return off;
+}
+
+std::vector<Tensor> standard_basis(const std::vector<Tensor>& leaves) {
+  std::vector<int64_t> off = leaf_offsets(leaves);
+  int64_t total = off.back();
+  std::vector<Tensor> basis;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    // Rows of the identity restricted to leaf i's columns, reshaped to [total, *shape].
+    Tensor cols = lax::slice(eye(total, leaves[i].dtype()), {0, off[i]}, {total, off[i + 1]});
+    std::vector<int64_t> shape{total};
+    shape.insert(shape.end(), leaves[i].shape().begin(), leaves[i].shape().end());
+    basis.push_back(lax::reshape(cols, Shape(shape)));
+  }
+  return basis;
+}
+
+Tensor jacobian_block(const Tensor& batched, int64_t offset, const Shape& basis_leaf, bool basis_is_input) {
+  int64_t size = basis_leaf.num_elements();
+  std::vector<int64_t> start(static_cast<size_t>(batched.ndim()), 0), limit = batched.shape().dims();
+  start[0] = offset, limit[0] = offset + size;
+  Tensor rows = lax::slice(batched, start, limit);  // [size, *other]
+  std::vector<int64_t> other(batched.shape().begin() + 1, batched.shape().end());
+  std::vector<int64_t> shape;
+  if (basis_is_input) {
+    // [size, *other] -> [*other, size] -> other ++ basis_leaf
+    std::vector<int64_t> perm;
+    for (int64_t i = 1; i < rows.ndim(); ++i) perm.push_back(i);
+    perm.push_back(0);
+    rows = lax::transpose(rows, perm);
+    shape = other;
+    shape.insert(shape.end(), basis_leaf.begin(), basis_leaf.end());
+  } else {
+    shape.assign(basis_leaf.begin(), basis_leaf.end());
+    shape.insert(shape.end(), other.begin(), other.end());
+  }
+  return lax::reshape(rows, Shape(shape));
+}
+
+std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys, const std::vector<Tensor>& x_leaves) {
+  std::vector<int64_t> off = leaf_offsets(x_leaves);
+  std::vector<std::vector<Tensor>> blocks(ys.size());
+  for (size_t j = 0; j < ys.size(); ++j)
+    for (size_t i = 0; i < x_leaves.size(); ++i)
+      blocks[j].push_back(jacobian_block(ys[j], off[i], x_leaves[i].shape(), /*basis_is_input=*/true));
+  return blocks;
+}
+
+std::vector<std::vector<Tensor>> blocks_from_rows(const std::vector<Tensor>& xs, const std::vector<Tensor>& y_leaves) {
+  std::vector<int64_t> off = leaf_offsets(y_leaves);
+  std::vector<std::vector<Tensor>> blocks(y_leaves.size());
+  for (size_t j = 0; j < y_leaves.size(); ++j)
+    for (size_t i = 0; i < xs.size(); ++i)
+      blocks[j].push_back(jacobian_block(xs[i], off[j], y_leaves[j].shape(), /*basis_is_input=*/false));
+  return blocks;
+}
+
 }  // namespace fluxion::transform_detail

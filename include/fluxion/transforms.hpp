@@ -421,53 +421,105 @@ auto vmap(F f, InAxes in = {}, OutAxes out = {}) {
 
 // ---------------------------------------------------------------- Jacobians
 
-/// Forward-mode Jacobian of a Tensor -> Tensor function: shape out.shape ++ x.shape.
+namespace transform_detail {
+/// The standard basis over all elements of `leaves`, split by leaf: entry i has shape
+/// [total, *leaves[i].shape] (rows of an identity of size total = sum of the leaf sizes).
+std::vector<Tensor> standard_basis(const std::vector<Tensor>& leaves);
+/// Offsets of each leaf's elements in the flattened order of standard_basis.
+std::vector<int64_t> leaf_offsets(const std::vector<Tensor>& leaves);
+/// From `batched` = [total, *shape] where the leading axis runs over the elements of the
+/// `basis_leaves` (rows offset..offset+size of `basis_leaf`), the Jacobian block of shape
+/// other.shape ++ basis_leaf.shape (when `basis_is_input`) or basis_leaf.shape ++ other.shape.
+Tensor jacobian_block(const Tensor& batched, int64_t offset, const Shape& basis_leaf, bool basis_is_input);
+
+/// The Jacobian's blocks [output leaf][input leaf] assembled like JAX's nesting: for a Tensor
+/// output, a value shaped like the input (each leaf holding its block); otherwise one such value
+/// per output leaf, in leaf order.
+template <class X, class Y>
+auto assemble_jacobian(const X& x, const Y&, const std::vector<std::vector<Tensor>>& blocks) {
+  if constexpr (std::is_same_v<Y, Tensor>) {
+    auto it = blocks[0].cbegin();
+    return PyTree<X>::rebuild(x, it);
+  } else {
+    std::vector<X> rows;
+    for (const auto& row : blocks) {
+      auto it = row.cbegin();
+      rows.push_back(PyTree<X>::rebuild(x, it));
+    }
+    return rows;
+  }
+}
+
+/// Blocks from forward mode: ys[j] = [n, *out_j], n running over the input elements.
+std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys, const std::vector<Tensor>& x_leaves);
+/// Blocks from reverse mode: xs[i] = [m, *x_i], m running over the output elements.
+std::vector<std::vector<Tensor>> blocks_from_rows(const std::vector<Tensor>& xs, const std::vector<Tensor>& y_leaves);
+}  // namespace transform_detail
+
+/// Forward-mode Jacobian (a batch of jvps over the input's standard basis). For Tensor -> Tensor
+/// the shape is out.shape ++ x.shape; pytree inputs/outputs nest as in assemble_jacobian.
 template <class F>
 auto jacfwd(F f) {
-  return [f](const Tensor& x) {
-    int64_t n = x.size();
-    std::vector<int64_t> basis_shape{n};
-    basis_shape.insert(basis_shape.end(), x.shape().begin(), x.shape().end());
-    Tensor basis = lax::reshape(eye(n, x.dtype()), Shape(basis_shape));
-    Tensor cols = vmap([&](const Tensor& t) { return jvp(f, x, t).second; })(basis);  // [n, out...]
-    std::vector<int64_t> perm;
-    for (int64_t i = 1; i < cols.ndim(); ++i) perm.push_back(i);
-    perm.push_back(0);
-    Tensor moved = lax::transpose(cols, perm);  // [out..., n]
-    std::vector<int64_t> shape(moved.shape().begin(), moved.shape().end() - 1);
-    shape.insert(shape.end(), x.shape().begin(), x.shape().end());
-    return lax::reshape(moved, Shape(shape));
+  return [f](const auto& x) {
+    using X = std::decay_t<decltype(x)>;
+    using Y = std::decay_t<decltype(f(x))>;
+    std::vector<Tensor> xl = tree_leaves(x);
+    std::optional<Y> y;
+    std::vector<Tensor> ys = vmap([&](const std::vector<Tensor>& t) {
+      auto ti = t.cbegin();
+      auto r = jvp(f, std::make_tuple(x), std::make_tuple(PyTree<X>::rebuild(x, ti)));
+      if (!y) y.emplace(r.first);  // the primal does not depend on the batched tangent
+      return tree_leaves(r.second);
+    })(transform_detail::standard_basis(xl));
+    if (!y) y.emplace(f(x));  // an empty input: vmap over zero basis vectors still traced once
+    return transform_detail::assemble_jacobian(x, *y, transform_detail::blocks_from_columns(ys, xl));
   };
 }
 
-/// Reverse-mode Jacobian of a Tensor -> Tensor function: shape out.shape ++ x.shape.
+/// Reverse-mode Jacobian (a batch of vjps over the output's standard basis, one linearization).
 template <class F>
 auto jacrev(F f) {
-  return [f](const Tensor& x) {
+  return [f](const auto& x) {
     auto y_and_pullback = vjp(f, x);  // not a structured binding: lambdas cannot capture those in C++17
-    const Tensor& y = y_and_pullback.first;
+    const auto& y = y_and_pullback.first;
     const auto& pullback = y_and_pullback.second;
-    int64_t m = y.size();
-    std::vector<int64_t> basis_shape{m};
-    basis_shape.insert(basis_shape.end(), y.shape().begin(), y.shape().end());
-    Tensor basis = lax::reshape(eye(m, y.dtype()), Shape(basis_shape));
-    Tensor rows = vmap([&](const Tensor& ct) { return std::get<0>(pullback(ct)); })(basis);  // [m, x...]
-    std::vector<int64_t> shape(y.shape().begin(), y.shape().end());
-    shape.insert(shape.end(), x.shape().begin(), x.shape().end());
-    return lax::reshape(rows, Shape(shape));
+    using Y = std::decay_t<decltype(y)>;
+    std::vector<Tensor> yl = tree_leaves(y);
+    std::vector<Tensor> xs = vmap([&](const std::vector<Tensor>& ct) {
+      auto ci = ct.cbegin();
+      return tree_leaves(std::get<0>(pullback(PyTree<Y>::rebuild(y, ci))));
+    })(transform_detail::standard_basis(yl));
+    return transform_detail::assemble_jacobian(x, y, transform_detail::blocks_from_rows(xs, tree_leaves(x)));
   };
 }
 
-/// The Jacobian, by reverse mode when the output is smaller than the input, else forward mode.
+/// The Jacobian from one linearization: reverse mode (transposition) when the output has fewer
+/// elements than the input, forward mode (the linear map itself) otherwise.
 template <class F>
 auto jacobian(F f) {
-  return [f](const Tensor& x) {
-    Tensor y = f(x);
-    return y.size() < x.size() ? jacrev(f)(x) : jacfwd(f)(x);
+  return [f](const auto& x) {
+    auto [y, linear] = transform_detail::linearize_args("jacobian", f, std::make_tuple(x));
+    std::vector<Tensor> xl = tree_leaves(x), yl = tree_leaves(y);
+    int64_t n = 0, m = 0;
+    for (const Tensor& t : xl) n += t.size();
+    for (const Tensor& t : yl) m += t.size();
+    std::vector<std::vector<Tensor>> blocks;
+    if (m < n) {
+      std::vector<Tensor> xs = vmap([&](const std::vector<Tensor>& ct) { return transpose_jaxpr(*linear, ct, "jacobian"); })(
+          transform_detail::standard_basis(yl));
+      blocks = transform_detail::blocks_from_rows(xs, xl);
+    } else {
+      std::vector<Tensor> ys = vmap([&](const std::vector<Tensor>& t) { return eval_jaxpr(*linear, t); })(
+          transform_detail::standard_basis(xl));
+      blocks = transform_detail::blocks_from_columns(ys, xl);
+    }
+    return transform_detail::assemble_jacobian(x, y, blocks);
   };
 }
 
-/// The Hessian of a scalar function: shape x.shape ++ x.shape (forward over reverse).
+/// The Hessian of a scalar function (forward over reverse): shape x.shape ++ x.shape for a Tensor;
+/// for a pytree with leaves θ1..θk, a std::vector of k values shaped like x whose member j in row i
+/// holds d²f/dθi dθj with shape θi.shape ++ θj.shape.
 template <class F>
 auto hessian(F f) {
   return jacfwd(jacrev(f));
