@@ -489,7 +489,7 @@ auto jacrev(F f) {
       auto ci = ct.cbegin();
       return tree_leaves(std::get<0>(pullback(PyTree<Y>::rebuild(y, ci))));
     })(transform_detail::standard_basis(yl));
-    return transform_detail::assemble_jacobian(x, y, transform_detail::blocks_from_rows(xs, tree_leaves(x)));
+    return transform_detail::assemble_jacobian(x, y, transform_detail::blocks_from_rows(xs, yl));
   };
 }
 
@@ -525,10 +525,11 @@ auto hessian(F f) {
   return jacfwd(jacrev(f));
 }
 
-/// Hessian-vector product H(x)·v, forward over reverse; never forms H.
-template <class F>
-Tensor hvp(F f, const Tensor& x, const Tensor& v) {
-  return jvp(grad(f), x, v).second;
+/// Hessian-vector product H(x)·v of a scalar function, forward over reverse; never forms H.
+/// x and v are the same pytree type (a Tensor, a struct of parameters...).
+template <class F, class X>
+X hvp(F f, const X& x, const X& v) {
+  return jvp(grad(f), std::make_tuple(x), std::make_tuple(v)).second;
 }
 
 }  // namespace fluxion
