@@ -9,6 +9,10 @@
 //   gemm/<dtype>/n=<N>/<impl>     N x N times N x N through dot_general (and fx::matmul) against
 //                                 `C.noalias() = A * B` on row- and column-major Eigen matrices.
 //
+// Everything here is single-threaded (Eigen without OpenMP), so times, bytes/s and GFLOP/s use
+// CPU time (Google Benchmark's default): on the shared 2-core development machine wall time
+// mostly measures the other processes. On a quiet machine the two agree.
+//
 // Every case first checks that Fluxion's result equals Eigen's (SkipWithError otherwise), so the
 // smoke test in CTest also catches a kernel that is fast because it is wrong.
 // Results and the exact command line: bench/RESULTS.md.
@@ -186,7 +190,7 @@ void set_throughput(benchmark::State& state, int64_t n, int arrays_touched) {
 void register_elementwise(int64_t n) {
   const std::string prefix = "elementwise/n=" + std::to_string(n) + "/";
   auto reg = [&](const std::string& name, auto fn) {
-    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond);
   };
 
   // x * y + sin(x): reads x, y, writes one result.
@@ -289,7 +293,7 @@ void register_gemm(int64_t n) {
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
   const std::string prefix = std::string("gemm/") + (sizeof(T) == 4 ? "f32" : "f64") + "/n=" + std::to_string(n) + "/";
   auto reg = [&](const std::string& name, auto fn) {
-    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond);
   };
   // Tolerance: both sides sum n products of values in [-1, 1], possibly in different orders.
   const double tol = (sizeof(T) == 4 ? 1e-6 : 1e-14) * static_cast<double>(n);

@@ -8,8 +8,8 @@ repetitions works too.)
 
 Benchmark names are <case>/<impl>; in each case the Eigen row (`eigen`, or `eigen_rowmajor` for
 GEMM, the layout our tensors have) is the reference every other row is compared to.
-Times are CPU time for the single-threaded overhead rows and wall time for the cases registered
-with UseRealTime() (elementwise, GEMM), matching what their throughput counters use.
+Times are CPU time unless a case was registered with UseRealTime() (then wall time), matching what
+its throughput counters use.
 """
 import json
 import sys

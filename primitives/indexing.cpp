@@ -309,7 +309,8 @@ const Primitive& scatter_add_p();
 
 /// `value` broadcast to `shape` (a staged op rather than a materialised constant).
 Tensor filled(const Shape& shape, double value, DType dtype) {
-  return lax::broadcast_in_dim(full(Shape{}, value, dtype), shape, {});
+  Tensor v = full(Shape{}, value, dtype);
+  return shape.size() == 0 ? v : lax::broadcast_in_dim(v, shape, {});
 }
 Tensor zeros_of(const AbstractValue& a) { return filled(a.shape, 0.0, a.dtype); }
 

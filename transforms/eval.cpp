@@ -55,8 +55,10 @@ void Interpreter::check_visible(const Tensor& t, const char* op) const {
 }
 
 Interpreter& eval_interpreter() {
-  thread_local eval_detail::EvalInterpreter eval;
-  return eval;
+  // Never destroyed: a thread_local with a destructor crashes clang-repl (notebooks) at exit, and
+  // tracers may outlive the thread's other statics. One small object per thread.
+  thread_local eval_detail::EvalInterpreter* eval = new eval_detail::EvalInterpreter();
+  return *eval;
 }
 
 Interpreter& current_interpreter() {
