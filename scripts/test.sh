@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds everything (library, tests, benchmarks, examples) in build/ and runs CTest, then the
-# sanitizer build (AddressSanitizer + UBSan, no benchmarks, no CUDA) in build-asan/ and runs CTest
-# there. Installs missing build dependencies first (scripts/deps.sh).
+# Builds everything (library, tests, benchmarks, examples) in build/ (Release) and runs CTest,
+# then the sanitizer build (AddressSanitizer + UBSan at -O0, no benchmarks, no CUDA) in
+# build-asan/ and runs CTest there. Installs missing build dependencies first (scripts/deps.sh).
 #   bash scripts/test.sh            # both builds
 #   FLUXION_TEST_ASAN=0 bash scripts/test.sh   # skip the sanitizer build
 set -uo pipefail
@@ -57,8 +57,11 @@ if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
   # The packaging and clang-repl tests do not exercise memory safety: they run in the first suite.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  run_suite asan build-asan -E '^(consumer_|repl_)' -- -DCMAKE_BUILD_TYPE=Release \
-    -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF
+  # -O0 -g1: sanitizer instrumentation at -O3 makes Eigen-heavy files compile ~5x slower, and
+  # the suites are small. Debug keeps assertions on; CUDA is off (its runtime and ASan disagree).
+  run_suite asan build-asan -E '^(consumer_|repl_)' -- -DCMAKE_BUILD_TYPE=Debug \
+    "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF \
+    -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF
 fi
 echo "==== total: $((SECONDS - t_start)) s ===="
 echo "tests: $passed passed, $failed failed, $skipped skipped"

@@ -145,22 +145,40 @@ Tensor eye(int64_t n, DType dtype) {
 // ---- printing ----
 namespace tensor_print {
 
+// numpy's style: fixed notation with up to 8 decimals (trailing zeros dropped) unless some
+// magnitude is huge or tiny, then scientific for the whole tensor.
 template <class T>
-std::string format_element(T v) {
+std::string format_element(T v, bool scientific = false) {
   std::ostringstream os;
   if constexpr (std::is_same_v<T, bool>) {
     os << (v ? "True" : "False");
   } else if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    os << std::setprecision(std::is_same_v<T, float> ? 7 : 8) << v;
+    if (scientific) {
+      os << std::scientific << std::setprecision(std::is_same_v<T, float> ? 6 : 8) << v;
+      return os.str();
+    }
+    os << std::fixed << std::setprecision(8) << v;
     std::string s = os.str();
-    if (s.find_first_of(".e") == std::string::npos) s += ".";
+    while (s.back() == '0') s.pop_back();
+    if (s == "-0.") return "-0.";
     return s;
   } else {
     os << v;
   }
   return os.str();
+}
+
+template <class T>
+bool needs_scientific(const T* data, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    for (int64_t i = 0; i < n && i < 4096; ++i) {
+      T a = std::fabs(data[i]);
+      if (std::isfinite(a) && (a >= T(1e16) || (a > 0 && a < T(1e-4)))) return true;
+    }
+  }
+  return false;
 }
 
 // Column layout shared by all elements: numbers are aligned on the decimal point (numpy style).
@@ -187,9 +205,9 @@ inline std::string pad(const ElementLayout& l, const std::string& s) {
 template <class T>
 void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& dims,
                  const std::vector<int64_t>& strides, size_t dim, int64_t offset, bool summarize,
-                 const ElementLayout& layout) {
+                 const ElementLayout& layout, bool scientific) {
   if (dim == dims.size()) {
-    os << pad(layout, format_element(data[offset]));
+    os << pad(layout, format_element(data[offset], scientific));
     return;
   }
   os << '[';
@@ -204,7 +222,7 @@ void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& di
       if (dim + 1 == dims.size()) os << ' ';
       else os << std::string(dims.size() - dim - 1, '\n') << std::string(dim + 1, ' ');
     }
-    print_block(os, data, dims, strides, dim + 1, offset + i * strides[dim], summarize, layout);
+    print_block(os, data, dims, strides, dim + 1, offset + i * strides[dim], summarize, layout, scientific);
   }
   os << ']';
 }
@@ -224,18 +242,19 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     const auto& dims = t.shape().dims();
     int64_t n = t.size();
     bool summarize = n > 1000;
+    bool scientific = needs_scientific(data, n);
     ElementLayout layout;
-    for (int64_t i = 0; i < n && i < 4096; ++i) measure(layout, format_element(data[i]));
-    if (n > 4096) measure(layout, format_element(data[n - 1]));
+    for (int64_t i = 0; i < n && i < 4096; ++i) measure(layout, format_element(data[i], scientific));
+    if (n > 4096) measure(layout, format_element(data[n - 1], scientific));
     if (dims.empty()) {
-      os << format_element(data[0]);
+      os << format_element(data[0], scientific);
       return;
     }
     if (n == 0) {
       os << "[]";
       return;
     }
-    print_block(os, data, dims, t.shape().strides(), 0, 0, summarize, layout);
+    print_block(os, data, dims, t.shape().strides(), 0, 0, summarize, layout, scientific);
   });
   return os;
 }
