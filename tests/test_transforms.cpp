@@ -165,3 +165,56 @@ TEST_CASE("errors: the transforms' bad inputs name the transform and the values"
           fx::vmap([](const fx::Tensor& v) { return v.item<double>() > 0 ? v : -v; })(x);
         }).find("[item] cannot convert a value traced by vmap (f64[])") == 0);
 }
+
+TEST_CASE("nesting: grad∘grad∘grad, vmap∘grad, grad∘vmap, vmap∘hessian and jacfwd∘jacrev agree with closed forms") {
+  auto cube = [](const fx::Tensor& x) { return fx::sum(x * x * x); };
+  CHECK(val(fx::grad(fx::grad(fx::grad([](const fx::Tensor& x) { return x * x * x; })))(fx::scalar(2.0))) == 6.0);
+  fx::Tensor xs = fx::tensor({{1.0, 2.0}, {3.0, -1.0}});
+  // vmap∘grad: per-row gradients 3x^2.
+  CHECK(fx::vmap(fx::grad(cube))(xs).to_vector<double>() == std::vector<double>{3, 12, 27, 3});
+  // grad∘vmap: the gradient of a sum over rows of a vmapped function.
+  auto total = [&](const fx::Tensor& m) { return fx::sum(fx::vmap(cube)(m)); };
+  CHECK(fx::grad(total)(xs).to_vector<double>() == std::vector<double>{3, 12, 27, 3});
+  // vmap∘hessian: per-row Hessians diag(6x).
+  fx::Tensor hs = fx::vmap(fx::hessian(cube))(xs);
+  CHECK(hs.shape() == std::vector<int64_t>{2, 2, 2});
+  CHECK(hs.to_vector<double>() == std::vector<double>{6, 0, 0, 12, 18, 0, 0, -6});
+  // jacfwd∘jacrev on a pytree (a pair of tensors): blocks of the Hessian of sum(a^2 b).
+  auto f = [](const std::pair<fx::Tensor, fx::Tensor>& p) { return fx::sum(p.first * p.first * p.second); };
+  std::pair<fx::Tensor, fx::Tensor> p{fx::tensor({1.0, 2.0}), fx::tensor({3.0, 4.0})};
+  auto H = fx::jacfwd(fx::jacrev(f))(p);
+  REQUIRE(H.size() == 2);
+  CHECK(H[0].first.to_vector<double>() == std::vector<double>{6, 0, 0, 8});   // d2/da2 = 2b
+  CHECK(H[0].second.to_vector<double>() == std::vector<double>{2, 0, 0, 4});  // d2/da db = 2a
+  CHECK(H[1].first.to_vector<double>() == std::vector<double>{2, 0, 0, 4});
+  CHECK(H[1].second.to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+  // jacobian picks a mode from the shapes and agrees with both.
+  auto g = [](const fx::Tensor& v) { return fx::sin(v) * 2.0; };
+  CHECK(fx::jacobian(g)(fx::tensor({0.0, 1.0})).to_vector<double>() == fx::jacfwd(g)(fx::tensor({0.0, 1.0})).to_vector<double>());
+  auto s = [](const fx::Tensor& v) { return fx::sum(fx::sin(v)); };
+  auto jr = fx::jacrev(s)(fx::tensor({0.0, 1.0})).to_vector<double>(), jj = fx::jacobian(s)(fx::tensor({0.0, 1.0})).to_vector<double>();
+  CHECK(jr == jj);
+}
+
+TEST_CASE("pytrees: gradients come back in the argument's structure") {
+  std::map<std::string, fx::Tensor> params{{"w", fx::tensor({1.0, 2.0})}, {"b", fx::scalar(0.5)}};
+  auto loss = [](const std::map<std::string, fx::Tensor>& p) { return fx::sum(p.at("w") * p.at("w")) + p.at("b") * 3.0; };
+  auto g = fx::grad(loss)(params);
+  CHECK(g.at("w").to_vector<double>() == std::vector<double>{2, 4});
+  CHECK(val(g.at("b")) == 3.0);
+  auto [leaves, def] = fx::tree_flatten(params);
+  CHECK(leaves.size() == 2);
+  auto back = fx::tree_unflatten(def, leaves);
+  CHECK(back.at("w").to_vector<double>() == std::vector<double>{1, 2});
+  CHECK_THROWS_AS(fx::tree_unflatten(def, std::vector<fx::Tensor>{leaves[0]}), fx::Error);
+  auto stepped = fx::tree_map([](const fx::Tensor& p, const fx::Tensor& d) { return p - d * 0.1; }, params, g);
+  CHECK(stepped.at("w").to_vector<double>()[1] == doctest::Approx(1.6));
+  std::tuple<fx::Tensor, std::vector<fx::Tensor>, std::array<fx::Tensor, 1>> nested{
+      fx::scalar(1.0), {fx::scalar(2.0), fx::scalar(3.0)}, {fx::scalar(4.0)}};
+  auto gn = fx::grad([](const decltype(nested)& t) {
+    return std::get<0>(t) * std::get<1>(t)[0] * std::get<1>(t)[1] * std::get<2>(t)[0];
+  })(nested);
+  CHECK(val(std::get<0>(gn)) == 24.0);
+  CHECK(val(std::get<1>(gn)[1]) == 8.0);
+  CHECK(val(std::get<2>(gn)[0]) == 6.0);
+}

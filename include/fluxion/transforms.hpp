@@ -507,7 +507,7 @@ auto jacobian(F f) {
     if (m < n) {
       std::vector<Tensor> xs = vmap([&](const std::vector<Tensor>& ct) { return transpose_jaxpr(*linear, ct, "jacobian"); })(
           transform_detail::standard_basis(yl));
-      blocks = transform_detail::blocks_from_rows(xs, xl);
+      blocks = transform_detail::blocks_from_rows(xs, yl);
     } else {
       std::vector<Tensor> ys = vmap([&](const std::vector<Tensor>& t) { return eval_jaxpr(*linear, t); })(
           transform_detail::standard_basis(xl));
