@@ -290,7 +290,8 @@ TEST_CASE("rules: vmap equals a loop for every in_axes choice and batch sizes 0,
       std::vector<std::vector<std::optional<int64_t>>> choices;
       for (size_t i = 0; i < n; ++i) {
         int64_t rank = s.inputs[i].ndim();
-        for (int64_t a : {int64_t(0), rank, int64_t(-1)}) {
+        // The batch axis at every position of the batched input (0..rank), and negative.
+        for (int64_t a = -1; a <= rank; ++a) {
           std::vector<std::optional<int64_t>> axes(n);
           axes[i] = a;
           choices.push_back(axes);
