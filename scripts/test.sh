@@ -5,7 +5,7 @@
 #   bash scripts/test.sh            # both builds
 #   FLUXION_TEST_ASAN=0 bash scripts/test.sh   # skip the sanitizer build
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 bash scripts/deps.sh || exit 1
 
 jobs=$(nproc)
