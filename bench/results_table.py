@@ -41,8 +41,12 @@ def main(paths):
             rows[b["run_name"]] = None
             continue
         rows[b["run_name"]] = b
+    # Registration order (family_index), not run order: random interleaving shuffles the latter.
+    order = {}
+    for b in (b for run in runs for b in run["benchmarks"]):
+        order.setdefault(b["run_name"], (b.get("family_index", len(order)), len(order)))
     cases = {}
-    for name, b in rows.items():
+    for name, b in sorted(rows.items(), key=lambda kv: order[kv[0]]):
         real = name.endswith("/real_time")  # UseRealTime(): rates and our column use wall time
         case, impl = name[: -len("/real_time")].rsplit("/", 1) if real else name.rsplit("/", 1)
         if b is not None:
