@@ -96,3 +96,19 @@ TEST_CASE("tensor: printing is numpy-like") {
   CHECK(big == "[   0    1    2 ... 4997 4998 4999]");
   CHECK(str(fx::AbstractValue{fx::Shape{4, 8}, fx::f32}) == "f32[4,8]");
 }
+
+TEST_CASE("tensor: Eigen interop copies 1-d and 2-d data both ways") {
+  Eigen::MatrixXd m(2, 3);
+  m << 1, 2, 3, 4, 5, 6;
+  fx::Tensor t = fx::from_eigen(m);
+  CHECK(t.aval() == fx::AbstractValue{fx::Shape{2, 3}, fx::f64});
+  CHECK(t.to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6});  // row-major
+  Eigen::VectorXf v(3);
+  v << 1.5f, 2.5f, 3.5f;
+  CHECK(fx::from_eigen(v).aval() == fx::AbstractValue{fx::Shape{3}, fx::f32});
+  Eigen::MatrixXd back = fx::to_eigen<double>(t * 2.0);
+  CHECK(back(1, 2) == 12.0);
+  CHECK(back.rows() == 2);
+  CHECK(fx::to_eigen<float>(fx::tensor({1.0, 2.0})).cols() == 1);
+  CHECK_THROWS_AS(fx::to_eigen<double>(fx::zeros({2, 2, 2})), fx::ShapeError);
+}

@@ -8,6 +8,7 @@
 #include "fluxion/cuda.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"
+#include "fluxion/eigen.hpp"
 #include "fluxion/errors.hpp"
 #include "fluxion/interpreter.hpp"
 #include "fluxion/jaxpr.hpp"
