@@ -112,6 +112,7 @@ Primitive make_unary(Traits traits = elementwise_traits()) {
   p.shape_rule = &unary_shape_rule<Op>;
   p.kernels[static_cast<size_t>(Backend::reference)] = &reference::unary_kernel<Op>;
   p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
+  p.block = &cpu::unary_block<Op>;
   p.batch = &elementwise_batch_rule;
   return p;
 }
@@ -125,6 +126,7 @@ Primitive make_binary(Traits traits = elementwise_traits()) {
   p.shape_rule = &binary_shape_rule<Op>;
   p.kernels[static_cast<size_t>(Backend::reference)] = &reference::binary_kernel<Op>;
   p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
+  p.block = &cpu::binary_block<Op>;
   p.batch = &elementwise_batch_rule;
   return p;
 }

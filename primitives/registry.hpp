@@ -13,4 +13,5 @@ void register_shape(std::vector<const Primitive*>& list);
 void register_reduction(std::vector<const Primitive*>& list);
 void register_dot_general(std::vector<const Primitive*>& list);
 void register_indexing(std::vector<const Primitive*>& list);
+void register_control_flow(std::vector<const Primitive*>& list);  // jit_call, cond, loops
 }  // namespace fluxion::primitives

@@ -47,13 +47,24 @@ Atom StageInterpreter::atom_for(const Tensor& t, const char* op) {
 std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
                                               const Params& params) {
   if (forward_known_) {
-    bool any_unknown = false;
-    for (const Tensor& t : inputs) any_unknown |= owns(t);
+    std::vector<bool> known(inputs.size());
+    bool any_known = false, any_unknown = false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      known[i] = !owns(inputs[i]);
+      (known[i] ? any_known : any_unknown) = true;
+    }
     if (!any_unknown) {
       InterpreterScope parent_scope(*parent());
       return fluxion::bind(p, inputs, params);
     }
+    // Primitives holding sub-Jaxprs split them, so their known part runs now.
+    if (any_known && p.partial_eval) return p.partial_eval(p, *this, inputs, known, params);
   }
+  return stage_equation(p, inputs, params);
+}
+
+std::vector<Tensor> StageInterpreter::stage_equation(const Primitive& p, const std::vector<Tensor>& inputs,
+                                                     const Params& params) {
   Equation eqn;
   eqn.primitive = &p;
   eqn.inputs.reserve(inputs.size());

@@ -12,6 +12,7 @@
 #include "fluxion/errors.hpp"
 #include "fluxion/interpreter.hpp"
 #include "fluxion/jaxpr.hpp"
+#include "fluxion/jit.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/primitive.hpp"

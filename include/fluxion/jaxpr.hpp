@@ -69,6 +69,10 @@ class StageInterpreter final : public Interpreter {
   Tensor new_input(const AbstractValue& aval, Device device = Device::cpu());
   std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
                               const Params& params) override;
+  /// Records `p` as one equation whatever its inputs (partial-evaluation rules stage their
+  /// unknown part with it).
+  std::vector<Tensor> stage_equation(const Primitive& p, const std::vector<Tensor>& inputs,
+                                     const Params& params);
   /// Closes the Jaxpr with `outputs` (tracers of this interpreter, or constants) and returns it.
   Jaxpr finish(const std::vector<Tensor>& outputs);
 

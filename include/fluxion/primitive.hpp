@@ -138,6 +138,21 @@ using BatchRule = void (*)(const Primitive& self, const std::vector<Tensor>& val
                            const std::vector<int64_t>& dims, const Params& params,
                            std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
 
+class StageInterpreter;
+
+/// Partial-evaluation rule (linearize's staging with known values): `known[i]` says inputs[i] is
+/// known to the parent interpreter. Runs what depends only on known inputs under the parent and
+/// stages the rest into `stage`. Primitives without one are staged whole when any input is unknown.
+using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInterpreter& stage,
+                                                const std::vector<Tensor>& inputs,
+                                                const std::vector<bool>& known, const Params& params);
+
+/// Elementwise kernel over one block of `n` elements, used by fused groups in the executor:
+/// in[i] points at n elements of dtype `in_dtype`, or at one element when scalar[i] (broadcast).
+/// `out` receives n elements of the primitive's result dtype.
+using BlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, void* out,
+                             int64_t n);
+
 /// A primitive operation: defined once (in primitives/), with every rule in one place.
 class Primitive {
  public:
@@ -148,6 +163,9 @@ class Primitive {
   JvpRule jvp = nullptr;
   TransposeRule transpose = nullptr;
   BatchRule batch = nullptr;
+  PartialEvalRule partial_eval = nullptr;
+  /// CPU block kernel of an elementwise primitive (fusion); nullptr: never fused.
+  BlockKernel block = nullptr;
   /// Why a rule is intentionally absent (e.g. "not differentiable: integer output"); the rule
   /// coverage test accepts a missing rule only with a reason.
   std::string missing_rule_reason;

@@ -1,0 +1,265 @@
+// jit: caching per signature, composition with every transform, the executor against eager
+// evaluation on every primitive's samples, fusion and buffer reuse, allocation-free steady state.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include <fluxion/fluxion.hpp>
+
+#include "samples.hpp"
+#include "test_util.hpp"
+#include "transforms/executor.hpp"
+
+namespace fx = fluxion;
+using fluxion::testing::compare_tensors;
+using fluxion::testing::message_of;
+using fluxion::testing::random_tensor;
+
+// Heap allocations counted while `counting` is set (the steady-state test).
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+}  // namespace
+void* operator new(std::size_t n) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+double val(const fx::Tensor& t) { return t.item<double>(); }
+
+void check_close(const fx::Tensor& got, const fx::Tensor& want) {
+  std::string diff = compare_tensors(got, want);
+  CHECK_MESSAGE(diff.empty(), diff);
+}
+void check_close(const std::vector<fx::Tensor>& got, const std::vector<fx::Tensor>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) check_close(got[i], want[i]);
+}
+
+fx::Tensor loss(const fx::Tensor& x, const fx::Tensor& y) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x)) * y); }
+}  // namespace
+
+TEST_CASE("jit: same values as eager, traced once per signature") {
+  int traces = 0;
+  auto f = fx::jit([&traces](const fx::Tensor& x, const fx::Tensor& y) {
+    ++traces;
+    return fx::sin(x) * y + x * x / (y * y + 1.0);
+  });
+  fx::Tensor x = random_tensor({3, 4}, fx::f32, 1), y = random_tensor({3, 4}, fx::f32, 2);
+  check_close(f(x, y), fx::sin(x) * y + x * x / (y * y + 1.0));
+  f(x, y);
+  f(random_tensor({3, 4}, fx::f32, 3), y);
+  CHECK(traces == 1);
+  CHECK(f.cache_size() == 1);
+  f(random_tensor({5}, fx::f32, 1), random_tensor({5}, fx::f32, 2));  // new shape: retrace
+  f(random_tensor({3, 4}, fx::f64, 1), random_tensor({3, 4}, fx::f64, 2));  // new dtype: retrace
+  CHECK(traces == 3);
+  CHECK(f.cache_size() == 3);
+}
+
+TEST_CASE("jit: static arguments are part of the cache key, compared by value") {
+  int traces = 0;
+  auto f = fx::jit([&traces](const fx::Tensor& x, int power, const std::string& op) {
+    ++traces;
+    fx::Tensor r = x;
+    for (int i = 1; i < power; ++i) r = r * x;
+    return op == "neg" ? -r : r;
+  });
+  fx::Tensor x = fx::tensor({1.0, 2.0, 3.0});
+  check_close(f(x, 3, std::string("id")), fx::tensor({1.0, 8.0, 27.0}));
+  check_close(f(x, 2, std::string("neg")), fx::tensor({-1.0, -4.0, -9.0}));
+  check_close(f(x, 3, std::string("id")), fx::tensor({1.0, 8.0, 27.0}));
+  CHECK(traces == 2);
+}
+
+TEST_CASE("jit: a throw while tracing leaves the cache usable") {
+  auto f = fx::jit([](const fx::Tensor& x) {
+    if (x.ndim() != 1) throw std::runtime_error("rank");
+    return fx::sum(x * x);
+  });
+  CHECK_THROWS_AS(f(fx::zeros({2, 2})), std::runtime_error);
+  CHECK(f.cache_size() == 0);
+  CHECK(val(f(fx::tensor({1.0, 2.0}))) == doctest::Approx(5.0));
+  // A shape error inside the traced function names the operation; the interpreter stack is intact.
+  auto g = fx::jit([](const fx::Tensor& a, const fx::Tensor& b) { return a + b; });
+  CHECK(message_of<fx::ShapeError>([&] { g(fx::zeros({3}), fx::zeros({4})); }).find("[add]") != std::string::npos);
+  CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
+  check_close(g(fx::ones({3}), fx::ones({3})), fx::full({3}, 2.0));
+}
+
+TEST_CASE("jit: results the caller holds are never overwritten by later calls") {
+  auto f = fx::jit([](const fx::Tensor& x) { return fx::exp(x) * 2.0; });
+  fx::Tensor a = f(fx::tensor({0.0, 1.0}));
+  fx::Tensor b = f(fx::tensor({2.0, 3.0}));
+  check_close(a, fx::tensor({2.0, 2.0 * std::exp(1.0)}));
+  check_close(b, fx::tensor({2.0 * std::exp(2.0), 2.0 * std::exp(3.0)}));
+}
+
+TEST_CASE("jit: grad(jit(f)), jit(grad(f)), vmap(jit(f)), jit(vmap(grad(f))) agree with eager") {
+  fx::Tensor x = random_tensor({6}, fx::f64, 1), y = random_tensor({6}, fx::f64, 2);
+  auto g = fx::grad(loss, fx::argnums<0, 1>);
+  auto [gx, gy] = g(x, y);
+  auto [jx, jy] = fx::grad(fx::jit(loss), fx::argnums<0, 1>)(x, y);
+  check_close(jx, gx);
+  check_close(jy, gy);
+  auto [kx, ky] = fx::jit(g)(x, y);
+  check_close(kx, gx);
+  check_close(ky, gy);
+  fx::Tensor xs = random_tensor({4, 6}, fx::f64, 3), ys = random_tensor({4, 6}, fx::f64, 4);
+  check_close(fx::vmap(fx::jit(loss))(xs, ys), fx::vmap(loss)(xs, ys));
+  auto per_example = fx::vmap(fx::grad(loss), fx::in_axes(0, fx::none));
+  check_close(fx::jit(per_example)(xs, y), per_example(xs, y));
+  // Repeated calls reuse the derived (jvp / partial-eval / transpose) Jaxprs.
+  auto [jx2, jy2] = fx::grad(fx::jit(loss), fx::argnums<0, 1>)(x, y);
+  check_close(jx2, gx);
+  (void)jy2;
+}
+
+TEST_CASE("jit: hessian, jacfwd, jacrev, hvp and vjp through a jit'd function") {
+  auto f = [](const fx::Tensor& x) { return fx::sum(fx::sin(x) * x * x); };
+  auto vec = [](const fx::Tensor& x) { return fx::tanh(x) * x; };
+  fx::Tensor x = random_tensor({5}, fx::f64, 5), v = random_tensor({5}, fx::f64, 6);
+  check_close(fx::hessian(fx::jit(f))(x), fx::hessian(f)(x));
+  check_close(fx::jit(fx::hessian(f))(x), fx::hessian(f)(x));
+  check_close(fx::jacfwd(fx::jit(vec))(x), fx::jacfwd(vec)(x));
+  check_close(fx::jacrev(fx::jit(vec))(x), fx::jacrev(vec)(x));
+  check_close(fx::hvp(fx::jit(f), x, v), fx::hvp(f, x, v));
+  auto [y, pullback] = fx::vjp(fx::jit(vec), x);
+  check_close(y, vec(x));
+  auto [ct1] = pullback(v);
+  auto [ct2] = pullback(v * 2.0);
+  check_close(ct1, std::get<0>(fx::vjp(vec, x).second(v)));
+  check_close(ct2, ct1 * 2.0);
+}
+
+TEST_CASE("jit: values closed over from an enclosing transform are inputs, not stale constants") {
+  // d/dx [x * jit(y -> x * y)(x)] = d/dx x^3 = 3 x^2: x is a grad tracer inside the jit'd lambda.
+  auto outer = [](const fx::Tensor& x) {
+    auto inner = fx::jit([x](const fx::Tensor& y) { return x * y; });
+    return x * inner(x);
+  };
+  CHECK(val(fx::grad(outer)(fx::scalar(2.0))) == doctest::Approx(12.0));
+  CHECK(val(fx::grad(outer)(fx::scalar(3.0))) == doctest::Approx(27.0));
+}
+
+TEST_CASE("jit: make_jaxpr shows a jit'd call as one jit_call holding its Jaxpr") {
+  auto f = fx::jit([](const fx::Tensor& x) { return fx::sin(x) * 2.0; });
+  auto g = [f](const fx::Tensor& x) { return f(x) + x; };
+  std::ostringstream os;
+  os << fx::make_jaxpr(g)(fx::zeros({3}, fx::f32));
+  CHECK(os.str() ==
+        "{ lambda ; a:f32[3]. let\n"
+        "    b:f32[3] = jit_call[name=jit jaxpr={ lambda ; a:f32[3]. let\n"
+        "          b:f32[3] = sin a\n"
+        "          c:f32[3] = mul b 2.0:f32[]\n"
+        "        in (c,) }] a\n"
+        "    c:f32[3] = add b a\n"
+        "  in (c,) }");
+}
+
+TEST_CASE("jit: an elementwise chain runs as one fused group over blocks") {
+  auto f = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x))); };
+  auto g = fx::grad(f);
+  fx::Tensor x = random_tensor({5000}, fx::f32, 7);
+  fx::Jaxpr j = fx::make_jaxpr(g)(x);
+  auto exe = fx::compile_jaxpr(j, fx::Device::cpu());
+  std::string plan = exe->describe();
+  CHECK_MESSAGE(plan.find("0 kernels, 1 fused groups") != std::string::npos, plan);
+  check_close(fx::jit(g)(x), g(x));
+}
+
+TEST_CASE("jit: intermediate buffers are reused by liveness") {
+  // Ten matrix products in a chain: only two intermediates are live at any time.
+  auto f = [](const fx::Tensor& a) {
+    fx::Tensor r = a;
+    for (int i = 0; i < 10; ++i) r = fx::matmul(r, a) * 0.5;
+    return r;
+  };
+  fx::Tensor a = random_tensor({64, 64}, fx::f64, 8);
+  auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(a), fx::Device::cpu());
+  CHECK_MESSAGE(exe->intermediate_bytes() <= 3 * 64 * 64 * 8, exe->describe());
+  check_close(fx::jit(f)(a), f(a));
+}
+
+TEST_CASE("jit: steady-state calls of jit(grad(f)) allocate nothing") {
+  auto f = [](const fx::Tensor& x, const fx::Tensor& y) { return fx::sin(x) * y + x * x / y; };
+  auto g = fx::jit(fx::grad(f, fx::argnums<0, 1>));
+  fx::Tensor x = fx::scalar(0.5), y = fx::scalar(1.5);
+  for (int i = 0; i < 3; ++i) g(x, y);  // trace, compile, warm the output buffers
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 100; ++i) {
+    auto r = g(x, y);
+    (void)r;
+  }
+  counting = false;
+  CHECK(allocations.load() == 0);
+  auto [dx, dy] = g(x, y);
+  CHECK(val(dx) == doctest::Approx(std::cos(0.5) * 1.5 + 2 * 0.5 / 1.5));
+  CHECK(val(dy) == doctest::Approx(std::sin(0.5) - 0.25 / (1.5 * 1.5)));
+}
+
+TEST_CASE("jit: concurrent calls from several threads are safe") {
+  auto f = fx::jit([](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x); });
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        fx::Tensor x = random_tensor({static_cast<int64_t>(100 + t)}, fx::f64, static_cast<uint64_t>(i));
+        if (!compare_tensors(f(x), fx::sum(fx::tanh(x) * x)).empty()) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  CHECK(f.cache_size() == 4);
+}
+
+namespace {
+bool all_floating(const std::vector<fx::Tensor>& ts) {
+  for (const fx::Tensor& t : ts)
+    if (!fx::is_floating(t.dtype())) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("jit: the executor matches eager evaluation on every primitive's samples, and under vjp and vmap") {
+  size_t checked = 0, vjps = 0, vmaps = 0;
+  for (const auto& [name, samples] : fluxion::testing::sample_registry()) {
+    for (fx::DType dt : {fx::f32, fx::f64}) {
+      for (const auto& s : samples.make(dt)) {
+        CAPTURE(name);
+        CAPTURE(s.label);
+        std::vector<fx::Tensor> want = s.fn(s.inputs);
+        check_close(fx::jit(s.fn)(s.inputs), want);
+        ++checked;
+        if (s.differentiable && all_floating(s.inputs) && all_floating(want)) {
+          std::vector<fx::Tensor> cts;
+          for (size_t k = 0; k < want.size(); ++k)
+            cts.push_back(random_tensor(want[k].shape(), want[k].dtype(), 100 + k));
+          auto pull = [fn = s.fn](const std::vector<fx::Tensor>& in, const std::vector<fx::Tensor>& ct) {
+            return std::get<0>(fx::vjp(fn, in).second(ct));
+          };
+          check_close(fx::jit(pull)(s.inputs, cts), pull(s.inputs, cts));
+          ++vjps;
+        }
+        // Batch of two: each input stacked twice on a new leading axis.
+        std::vector<fx::Tensor> batched;
+        for (const fx::Tensor& t : s.inputs) batched.push_back(fx::stack({t, t}));
+        check_close(fx::jit(fx::vmap(s.fn))(batched), fx::vmap(s.fn)(batched));
+        ++vmaps;
+      }
+    }
+  }
+  MESSAGE("[jit] executor checks: " << checked << " samples, " << vjps << " vjps, " << vmaps << " vmaps");
+  CHECK(checked > 500);
+}

@@ -1,0 +1,556 @@
+// The executor: plans an optimized Jaxpr once (fusion groups, variable kinds, buffers assigned by
+// liveness) and runs the plan with no per-call allocation for fixed shapes.
+#include "transforms/executor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+#include "transforms/fusion.hpp"
+#include "transforms/passes.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace fluxion {
+
+namespace executor_detail {
+
+constexpr int64_t kBlock = 1024;                 // elements per fused block (8 KiB of f64)
+constexpr int64_t kParallelElements = 1 << 16;   // fused groups this large use every thread
+
+/// How a variable gets its storage.
+enum class Kind : uint8_t {
+  arg,           // a call argument
+  constant,      // a Jaxpr constant (or a view of a literal): fixed for the plan's lifetime
+  intermediate,  // a pooled buffer shared by variables whose lifetimes do not overlap
+  output,        // a dedicated buffer handed to the caller, reused once the caller drops it
+  stable_view,   // the bytes of a constant or intermediate, reinterpreted (made once)
+  dynamic_view,  // the bytes of an argument or output, reinterpreted (made per call)
+};
+
+int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+}  // namespace executor_detail
+
+using executor_detail::Kind;
+using executor_detail::kBlock;
+
+/// An operand of a fused member: an external variable (its pointer is resolved per call), a
+/// literal, or a scratch slot of the block.
+struct FusedOperand {
+  enum Source : uint8_t { external, literal, scratch } source = external;
+  int32_t index = 0;       // position in the step's external list, or scratch slot
+  bool scalar = false;     // rank-0: broadcast over the block
+  int32_t itemsize = 0;
+  const void* literal_ptr = nullptr;
+};
+
+constexpr int kMaxFusedInputs = 4;
+
+struct FusedMember {
+  BlockKernel block = nullptr;
+  DType in_dtype = f32;
+  int num_inputs = 0;
+  FusedOperand inputs[kMaxFusedInputs];  // inline: the block loop touches no other memory
+  bool scalar[kMaxFusedInputs] = {};
+  FusedOperand output;
+};
+
+struct Step {
+  enum Type : uint8_t { kernel, fused, dynamic_view, nothing } type = nothing;
+  const Equation* eqn = nullptr;  // kernel and dynamic_view
+  Kernel fn = nullptr;
+  // Fused groups.
+  int64_t n = 0;
+  std::vector<int32_t> externals;  // variables whose base pointers the members use
+  std::vector<FusedMember> members;
+  int32_t scratch_slots = 0;
+};
+
+struct Executable::Plan {
+  Device device;
+  Backend backend = Backend::cpu;
+  std::vector<Kind> kind;               // by variable
+  std::vector<int32_t> buffer_of;       // intermediate -> logical buffer
+  std::vector<int32_t> view_source;     // stable/dynamic views -> viewed variable
+  std::vector<Tensor> fixed;            // constants and views of literals, by variable
+  std::vector<int64_t> buffer_bytes;    // logical buffers' capacities
+  std::vector<Step> steps;
+  std::vector<int32_t> output_vars;     // variables of Kind::output
+  std::vector<int32_t> dynamic_views;   // cleared after each call
+  int32_t max_scratch = 0;
+  int32_t max_externals = 0;
+  int32_t max_inputs = 0, max_outputs = 0;
+};
+
+struct Executable::State {
+  std::vector<Tensor> values;  // by variable
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<double> scratch;  // threads x slots x kBlock elements (8 bytes each)
+  std::vector<char*> bases;
+  std::vector<Tensor> in, out;
+};
+
+namespace executor_detail {
+
+int32_t itemsize_of(DType d) { return static_cast<int32_t>(dtype_size(d)); }
+
+/// Assigns logical buffers to intermediates by liveness: a buffer is free again after the last
+/// step reading any variable stored in it. Elementwise kernels may write over an input that dies
+/// at that step when the element sizes match (coefficient-wise kernels are alias-safe).
+void assign_buffers(const Jaxpr& j, Executable::Plan& plan, const std::vector<std::vector<int32_t>>& defs,
+                    const std::vector<std::vector<int32_t>>& reads, const std::vector<bool>& in_place) {
+  const size_t nv = j.avals.size();
+  auto root = [&](int32_t v) {
+    while (plan.kind[v] == Kind::stable_view) v = plan.view_source[v];
+    return v;
+  };
+  std::vector<int32_t> last_use(nv, -1);
+  for (size_t s = 0; s < reads.size(); ++s)
+    for (int32_t v : reads[s]) last_use[root(v)] = static_cast<int32_t>(s);
+  plan.buffer_of.assign(nv, -1);
+  std::vector<int32_t> free_list;
+  auto nbytes = [&](int32_t v) {
+    return static_cast<int64_t>(j.avals[v].shape.num_elements()) * itemsize_of(j.avals[v].dtype);
+  };
+  auto release = [&](int32_t v) {
+    if (plan.kind[v] == Kind::intermediate && plan.buffer_of[v] >= 0) free_list.push_back(plan.buffer_of[v]);
+  };
+  auto allocate = [&](int32_t v) {
+    int64_t need = nbytes(v);
+    int best = -1;
+    for (int k = 0; k < static_cast<int>(free_list.size()); ++k) {
+      int64_t cap = plan.buffer_bytes[free_list[k]];
+      if (best < 0) { best = k; continue; }
+      int64_t bcap = plan.buffer_bytes[free_list[best]];
+      bool fits = cap >= need, bfits = bcap >= need;
+      if ((fits && !bfits) || (fits && bfits && cap < bcap) || (!fits && !bfits && cap > bcap)) best = k;
+    }
+    if (best < 0) {
+      plan.buffer_bytes.push_back(need);
+      plan.buffer_of[v] = static_cast<int32_t>(plan.buffer_bytes.size() - 1);
+      return;
+    }
+    int32_t b = free_list[best];
+    free_list.erase(free_list.begin() + best);
+    plan.buffer_bytes[b] = std::max(plan.buffer_bytes[b], need);
+    plan.buffer_of[v] = b;
+  };
+  for (size_t s = 0; s < defs.size(); ++s) {
+    std::vector<int32_t> released;
+    if (in_place[s]) {
+      int32_t out_size = defs[s].empty() ? 0 : itemsize_of(j.avals[defs[s][0]].dtype);
+      for (int32_t v : reads[s]) {
+        int32_t r = root(v);
+        if (last_use[r] == static_cast<int32_t>(s) && itemsize_of(j.avals[r].dtype) == out_size &&
+            std::find(released.begin(), released.end(), r) == released.end()) {
+          release(r);
+          released.push_back(r);
+        }
+      }
+    }
+    for (int32_t v : defs[s])
+      if (plan.kind[v] == Kind::intermediate) allocate(v);
+    for (int32_t v : reads[s]) {
+      int32_t r = root(v);
+      if (last_use[r] == static_cast<int32_t>(s) && std::find(released.begin(), released.end(), r) == released.end()) {
+        release(r);
+        released.push_back(r);
+      }
+    }
+    // Values defined and never read (outputs of multi-output primitives) free immediately.
+    for (int32_t v : defs[s])
+      if (last_use[v] < 0 && plan.kind[v] == Kind::intermediate) release(v);
+  }
+}
+
+/// Builds the fused step of equations `group` (all fusible, one output shape).
+Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside) {
+  Step step;
+  step.type = Step::fused;
+  const Equation& first = j.equations[group.front()];
+  step.n = j.avals[first.outputs[0]].shape.num_elements();
+  std::vector<int32_t> slot_of(j.avals.size(), -1);
+  std::vector<int32_t> external_index(j.avals.size(), -1);
+  // Last member reading each group-internal value, to recycle scratch slots.
+  std::vector<int32_t> last_read(j.avals.size(), -1);
+  for (size_t m = 0; m < group.size(); ++m)
+    for (const Atom& a : j.equations[group[m]].inputs)
+      if (!a.is_literal()) last_read[a.var] = static_cast<int32_t>(m);
+  std::vector<bool> in_group(j.avals.size(), false);
+  for (int32_t eq : group) in_group[j.equations[eq].outputs[0]] = true;
+  std::vector<int32_t> free_slots;
+  auto external = [&](int32_t v) {
+    if (external_index[v] < 0) {
+      external_index[v] = static_cast<int32_t>(step.externals.size());
+      step.externals.push_back(v);
+    }
+    return external_index[v];
+  };
+  for (size_t m = 0; m < group.size(); ++m) {
+    const Equation& e = j.equations[group[m]];
+    FusedMember member;
+    member.block = e.primitive->block;
+    member.in_dtype = j.aval_of(e.inputs[0]).dtype;
+    for (const Atom& a : e.inputs) {
+      FusedOperand op;
+      const AbstractValue& av = j.aval_of(a);
+      op.itemsize = itemsize_of(av.dtype);
+      op.scalar = av.shape.size() == 0 && step.n != 1;
+      if (a.is_literal()) {
+        op.source = FusedOperand::literal;
+        op.scalar = true;
+        op.literal_ptr = a.literal.array().data();
+      } else if (in_group[a.var] && slot_of[a.var] >= 0) {
+        op.source = FusedOperand::scratch;
+        op.index = slot_of[a.var];
+      } else {
+        op.source = FusedOperand::external;
+        op.index = external(a.var);
+      }
+      member.scalar[member.num_inputs] = op.scalar;
+      member.inputs[member.num_inputs++] = op;
+    }
+    // Free scratch slots whose last reader is this member (the output may take one: members
+    // read a block before writing it).
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal() && slot_of[a.var] >= 0 && last_read[a.var] == static_cast<int32_t>(m)) {
+        free_slots.push_back(slot_of[a.var]);
+        slot_of[a.var] = -1;
+      }
+    int32_t out = e.outputs[0];
+    member.output.itemsize = itemsize_of(j.avals[out].dtype);
+    if (uses_outside[out]) {
+      member.output.source = FusedOperand::external;
+      member.output.index = external(out);
+      // Later members read it back from the external buffer.
+    } else {
+      member.output.source = FusedOperand::scratch;
+      if (free_slots.empty()) {
+        member.output.index = step.scratch_slots++;
+      } else {
+        member.output.index = free_slots.back();
+        free_slots.pop_back();
+      }
+      slot_of[out] = member.output.index;
+    }
+    step.members.push_back(std::move(member));
+  }
+  return step;
+}
+
+}  // namespace executor_detail
+
+Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
+    : jaxpr_(std::move(jaxpr)), plan_(std::make_unique<Plan>()) {
+  using namespace executor_detail;
+  const Jaxpr& j = *jaxpr_;
+  Plan& plan = *plan_;
+  plan.device = device;
+  plan.backend = device.is_cuda() ? Backend::cuda : Backend::cpu;
+  const size_t nv = j.avals.size();
+  plan.kind.assign(nv, Kind::intermediate);
+  plan.view_source.assign(nv, -1);
+  plan.fixed.assign(nv, Tensor());
+  for (int32_t v : j.invars) plan.kind[v] = Kind::arg;
+  for (size_t i = 0; i < j.constvars.size(); ++i) {
+    plan.kind[j.constvars[i]] = Kind::constant;
+    plan.fixed[j.constvars[i]] = j.consts[i].concrete("jit");
+  }
+  // Values returned to the caller must not live in pooled buffers: mark them (and, backwards
+  // through views, what they view) fresh.
+  std::vector<bool> fresh(nv, false);
+  for (const Atom& a : j.outputs)
+    if (!a.is_literal()) fresh[a.var] = true;
+  for (auto it = j.equations.rbegin(); it != j.equations.rend(); ++it)
+    if (it->primitive->traits.view && fresh[it->outputs[0]] && !it->inputs[0].is_literal())
+      fresh[it->inputs[0].var] = true;
+
+  std::vector<std::vector<int32_t>> groups = fuse_elementwise(j, plan.backend);
+  // Which variables are read outside the group that defines them (other steps, outputs).
+  std::vector<int32_t> group_of_var(nv, -1), uses_outside(nv, 0);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (int32_t eq : groups[g])
+      for (int32_t v : j.equations[eq].outputs) group_of_var[v] = static_cast<int32_t>(g);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (int32_t eq : groups[g])
+      for (const Atom& a : j.equations[eq].inputs)
+        if (!a.is_literal() && (groups[g].size() == 1 || group_of_var[a.var] != static_cast<int32_t>(g)))
+          uses_outside[a.var] = 1;
+  for (const Atom& a : j.outputs)
+    if (!a.is_literal()) uses_outside[a.var] = 1;
+
+  std::vector<std::vector<int32_t>> defs, reads;
+  std::vector<bool> in_place;
+  for (const auto& group : groups) {
+    std::vector<int32_t> d, r;
+    if (group.size() == 1) {
+      const Equation& e = j.equations[group[0]];
+      Step step;
+      step.eqn = &e;
+      if (e.primitive->traits.view) {
+        const Atom& src = e.inputs[0];
+        int32_t out = e.outputs[0];
+        plan.view_source[out] = src.is_literal() ? -1 : src.var;
+        if (src.is_literal()) {
+          plan.kind[out] = Kind::constant;
+          plan.fixed[out] = make_view(src.literal, j.avals[out]);
+        } else {
+          Kind k = plan.kind[src.var];
+          bool dynamic = k == Kind::arg || k == Kind::output || k == Kind::dynamic_view;
+          plan.kind[out] = dynamic ? Kind::dynamic_view : Kind::stable_view;
+          if (dynamic) {
+            step.type = Step::dynamic_view;
+            plan.dynamic_views.push_back(out);
+          }
+          r.push_back(src.var);
+        }
+      } else {
+        step.type = Step::kernel;
+        step.fn = e.primitive->kernel(plan.backend);
+        if (!step.fn)
+          detail::fail<NotImplementedError>("jit", "no ", backend_name(plan.backend), " kernel for primitive '",
+                                            e.primitive->name, "'.");
+        for (int32_t v : e.outputs) {
+          if (fresh[v]) plan.kind[v] = Kind::output;
+          d.push_back(v);
+        }
+        for (const Atom& a : e.inputs)
+          if (!a.is_literal()) r.push_back(a.var);
+        plan.max_inputs = std::max<int32_t>(plan.max_inputs, static_cast<int32_t>(e.inputs.size()));
+        plan.max_outputs = std::max<int32_t>(plan.max_outputs, static_cast<int32_t>(e.outputs.size()));
+      }
+      in_place.push_back(step.type == Step::kernel && e.primitive->traits.elementwise);
+      plan.steps.push_back(std::move(step));
+    } else {
+      for (int32_t eq : group) {
+        int32_t v = j.equations[eq].outputs[0];
+        if (fresh[v]) plan.kind[v] = Kind::output;
+      }
+      Step step = make_fused_step(j, group, uses_outside);
+      for (const FusedMember& m : step.members)
+        if (m.output.source == FusedOperand::external) d.push_back(step.externals[m.output.index]);
+      for (int32_t v : step.externals)
+        if (std::find(d.begin(), d.end(), v) == d.end()) r.push_back(v);
+      plan.max_scratch = std::max(plan.max_scratch, step.scratch_slots);
+      plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()));
+      in_place.push_back(false);  // members write before later members read the same positions
+      plan.steps.push_back(std::move(step));
+    }
+    defs.push_back(std::move(d));
+    reads.push_back(std::move(r));
+  }
+  // Jaxpr outputs are read after the last step.
+  std::vector<int32_t> final_reads;
+  for (const Atom& a : j.outputs)
+    if (!a.is_literal()) final_reads.push_back(a.var);
+  defs.emplace_back();
+  reads.push_back(final_reads);
+  in_place.push_back(false);
+  for (size_t v = 0; v < nv; ++v)
+    if (plan.kind[v] == Kind::output) plan.output_vars.push_back(static_cast<int32_t>(v));
+  assign_buffers(j, plan, defs, reads, in_place);
+}
+
+Executable::~Executable() { delete fast_.load(); }
+
+std::unique_ptr<Executable::State> Executable::acquire() const {
+  if (State* fast = fast_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<State>(fast);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      std::unique_ptr<State> s = std::move(idle_.back());
+      idle_.pop_back();
+      return s;
+    }
+  }
+  const Jaxpr& j = *jaxpr_;
+  const Plan& plan = *plan_;
+  auto s = std::make_unique<State>();
+  s->values.resize(j.avals.size());
+  for (int64_t bytes : plan.buffer_bytes) s->buffers.push_back(std::make_shared<Buffer>(plan.device, bytes));
+  for (size_t v = 0; v < j.avals.size(); ++v) {
+    switch (plan.kind[v]) {
+      case Kind::constant: s->values[v] = plan.fixed[v]; break;
+      case Kind::intermediate:
+        if (plan.buffer_of[v] >= 0)
+          s->values[v] = Tensor(std::make_shared<ArrayImpl>(j.avals[v], s->buffers[plan.buffer_of[v]]));
+        break;
+      case Kind::output: s->values[v] = empty(j.avals[v], plan.device); break;
+      default: break;
+    }
+  }
+  // Stable views in definition order (a view's source is defined before it).
+  for (const Step& step : plan.steps) {
+    if (!step.eqn || !step.eqn->primitive->traits.view) continue;
+    int32_t out = step.eqn->outputs[0];
+    if (plan.kind[out] != Kind::stable_view) continue;
+    const Tensor& src = s->values[plan.view_source[out]];
+    s->values[out] = make_view(src, j.avals[out]);
+  }
+  s->scratch.resize(static_cast<size_t>(executor_detail::max_threads() * std::max(plan.max_scratch, 1) * kBlock));
+  s->bases.resize(static_cast<size_t>(std::max(plan.max_externals, 1)));
+  s->in.reserve(static_cast<size_t>(plan.max_inputs));
+  s->out.reserve(static_cast<size_t>(plan.max_outputs));
+  return s;
+}
+
+void Executable::release(std::unique_ptr<State> s) const {
+  State* expected = nullptr;
+  if (fast_.compare_exchange_strong(expected, s.get(), std::memory_order_release)) {
+    s.release();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  idle_.push_back(std::move(s));
+}
+
+namespace executor_detail {
+
+/// Runs members of a fused step over blocks [b0, b1) with `scratch` (slots x kBlock elements).
+void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int64_t b0, int64_t b1) {
+  const void* in_ptrs[kMaxFusedInputs];
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t start = b * kBlock;
+    const int64_t len = std::min(kBlock, step.n - start);
+    auto ptr = [&](const FusedOperand& op) -> char* {
+      switch (op.source) {
+        case FusedOperand::literal: return const_cast<char*>(static_cast<const char*>(op.literal_ptr));
+        case FusedOperand::scratch: return reinterpret_cast<char*>(scratch + op.index * kBlock);
+        default: return bases[op.index] + (op.scalar ? 0 : start * op.itemsize);
+      }
+    };
+    for (const FusedMember& m : step.members) {
+      for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
+      m.block(m.in_dtype, in_ptrs, m.scalar, ptr(m.output), len);
+    }
+  }
+}
+
+}  // namespace executor_detail
+
+void Executable::run(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
+  const Jaxpr& j = *jaxpr_;
+  const Plan& plan = *plan_;
+  if (args.size() != j.invars.size())
+    detail::fail<Error>("jit", "the plan takes ", j.invars.size(), " inputs, got ", args.size(),
+                        ". Call the jit'd function with the arguments it was traced with.");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].aval() != j.avals[j.invars[i]])
+      detail::fail<ShapeError>("jit", "input ", i, " is ", args[i].aval(), " but the plan was traced for ",
+                               j.avals[j.invars[i]], ".");
+  run_unchecked(args, outs);
+}
+
+void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
+  const Jaxpr& j = *jaxpr_;
+  const Plan& plan = *plan_;
+  std::unique_ptr<State> state = acquire();
+  State& s = *state;
+  // Give the state back (and drop references to the caller's tensors) even when a kernel throws.
+  struct Restore {
+    const Executable* self;
+    std::unique_ptr<State>& st;
+    const Jaxpr& j;
+    const Plan& plan;
+    ~Restore() {
+      for (int32_t v : j.invars) st->values[v] = Tensor();
+      for (int32_t v : plan.dynamic_views) st->values[v] = Tensor();
+      st->in.clear();
+      st->out.clear();
+      self->release(std::move(st));
+    }
+  } restore{this, state, j, plan};
+  for (size_t i = 0; i < args.size(); ++i) s.values[j.invars[i]] = args[i];
+  for (int32_t v : plan.output_vars) {
+    Tensor& t = s.values[v];
+    const auto& array = static_cast<const ArrayImpl&>(*t.impl());
+    if (t.impl().use_count() != 1 || array.buffer().use_count() != 1) t = empty(j.avals[v], plan.device);
+  }
+  for (const Step& step : plan.steps) {
+    switch (step.type) {
+      case Step::kernel: {
+        const Equation& e = *step.eqn;
+        for (const Atom& a : e.inputs) s.in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
+        for (int32_t v : e.outputs) s.out.push_back(s.values[v]);
+        step.fn(s.in, *e.params, s.out);
+        s.in.clear();
+        s.out.clear();
+        break;
+      }
+      case Step::fused: {
+        for (size_t k = 0; k < step.externals.size(); ++k)
+          s.bases[k] = static_cast<char*>(s.values[step.externals[k]].array("jit").data());
+        const int64_t blocks = (step.n + kBlock - 1) / kBlock;
+        const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
+#ifdef _OPENMP
+        if (step.n >= executor_detail::kParallelElements && omp_get_max_threads() > 1) {
+#pragma omp parallel
+          {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            const int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
+            executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch.data() + t * per_thread, b0, b1);
+          }
+          break;
+        }
+#endif
+        (void)per_thread;
+        executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch.data(), 0, blocks);
+        break;
+      }
+      case Step::dynamic_view: {
+        const Equation& e = *step.eqn;
+        s.values[e.outputs[0]] = make_view(s.values[e.inputs[0].var], j.avals[e.outputs[0]]);
+        break;
+      }
+      case Step::nothing: break;
+    }
+  }
+  outs.clear();
+  for (const Atom& a : j.outputs) outs.push_back(a.is_literal() ? a.literal : s.values[a.var]);
+}
+
+std::string Executable::describe() const {
+  const Plan& plan = *plan_;
+  std::ostringstream os;
+  int fused = 0, kernels = 0;
+  for (const Step& step : plan.steps) {
+    if (step.type == Step::fused) {
+      ++fused;
+      os << "fused[" << step.members.size() << " ops, n=" << step.n << ", scratch=" << step.scratch_slots << "]\n";
+    } else if (step.type == Step::kernel) {
+      ++kernels;
+      os << step.eqn->primitive->name << "\n";
+    }
+  }
+  os << kernels << " kernels, " << fused << " fused groups, " << plan.buffer_bytes.size() << " pooled buffers ("
+     << intermediate_bytes() << " bytes)\n";
+  return os.str();
+}
+
+int64_t Executable::intermediate_bytes() const {
+  int64_t total = 0;
+  for (int64_t b : plan_->buffer_bytes) total += b;
+  return total;
+}
+
+std::shared_ptr<const Executable> compile_jaxpr(const Jaxpr& traced, Device device) {
+  auto optimized = std::make_shared<const Jaxpr>(passes::optimize(traced));
+  auto exe = std::make_shared<const Executable>(optimized, device);
+  // The same debug switch as the passes: show the plan the executor will run.
+  static const bool dump = std::getenv("FLUXION_DUMP_PASSES") != nullptr;
+  if (dump) std::cerr << "-- plan --\n" << exe->describe();
+  return exe;
+}
+
+}  // namespace fluxion

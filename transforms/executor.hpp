@@ -1,0 +1,50 @@
+/// The jit executor: an optimized Jaxpr planned once (schedule, fused groups, buffers reused by
+/// liveness) and run many times without allocating in steady state.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "fluxion/jaxpr.hpp"
+
+namespace fluxion {
+
+/// A compiled plan. Thread-safe: concurrent calls each take their own buffer set.
+class Executable {
+ public:
+  /// Plans `jaxpr` (already optimized) for kernels of `device`'s backend.
+  Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  /// Runs the plan on `args` (the traced avals, checked); `outs` receives one tensor per output.
+  /// Output buffers are reused when the caller has dropped the previous call's results.
+  void run(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
+  /// run() for arguments already known to match the traced avals (jit checked them).
+  void run_unchecked(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
+  const Jaxpr& jaxpr() const { return *jaxpr_; }
+  /// Human-readable plan: steps, fused groups and buffer assignment (debugging, tests).
+  std::string describe() const;
+  /// Bytes of intermediate buffers one call uses (after reuse by liveness).
+  int64_t intermediate_bytes() const;
+
+  struct Plan;
+  struct State;
+
+ private:
+  std::unique_ptr<State> acquire() const;
+  void release(std::unique_ptr<State> s) const;
+
+  std::shared_ptr<const Jaxpr> jaxpr_;
+  std::unique_ptr<Plan> plan_;
+  mutable std::atomic<State*> fast_{nullptr};  // one idle state, taken without locking
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<State>> idle_;
+};
+
+/// Runs the optimization passes on `traced` and plans it for `device`.
+std::shared_ptr<const Executable> compile_jaxpr(const Jaxpr& traced, Device device);
+
+}  // namespace fluxion

@@ -1,0 +1,83 @@
+// fuse_elementwise: one greedy walk in program order keeping one open group per output shape.
+#include "transforms/fusion.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace fluxion {
+
+bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
+  const Primitive& p = *e.primitive;
+  if (backend != Backend::cpu || !p.traits.elementwise || p.traits.view || !p.block) return false;
+  if (e.outputs.size() != 1 || e.inputs.size() > 4) return false;  // 4: the executor's kMaxFusedInputs
+  const Shape& out = jaxpr.avals[e.outputs[0]].shape;
+  if (out.num_elements() == 0) return false;
+  // Inputs are either the output's shape or rank-0 (broadcast inside the block kernel); all of
+  // one dtype, which the block kernel receives.
+  DType dtype = jaxpr.aval_of(e.inputs[0]).dtype;
+  for (const Atom& a : e.inputs) {
+    const AbstractValue& av = jaxpr.aval_of(a);
+    if (av.dtype != dtype) return false;
+    if (!(av.shape == out) && av.shape.size() != 0) return false;
+  }
+  return true;
+}
+
+std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend backend) {
+  std::vector<std::vector<int32_t>> steps;
+  // Open groups by output shape; group_of[var] is the open group producing var (-1: none).
+  std::map<std::vector<int64_t>, std::vector<int32_t>> open;
+  std::vector<int> open_id(jaxpr.avals.size(), -1);
+  std::map<std::vector<int64_t>, int> ids;
+  std::vector<std::vector<int64_t>> key_of_id;
+  auto close = [&](int id) {
+    auto it = open.find(key_of_id[id]);
+    if (it == open.end() || ids[it->first] != id) return;
+    for (int32_t eq : it->second)
+      for (int32_t v : jaxpr.equations[eq].outputs) open_id[v] = -1;
+    steps.push_back(std::move(it->second));
+    ids.erase(it->first);
+    open.erase(it);
+  };
+  int next_id = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(jaxpr.equations.size()); ++i) {
+    const Equation& e = jaxpr.equations[i];
+    const bool fuse = fusible(jaxpr, e, backend);
+    std::vector<int64_t> key;
+    if (fuse) key = jaxpr.avals[e.outputs[0]].shape.dims();
+    // Values read from other open groups must be computed first: close those groups.
+    for (const Atom& a : e.inputs) {
+      if (a.is_literal() || open_id[a.var] < 0) continue;
+      int id = open_id[a.var];
+      if (fuse) {
+        auto it = ids.find(key);
+        if (it != ids.end() && it->second == id) continue;  // same group
+      }
+      close(id);
+    }
+    if (!fuse) {
+      steps.push_back({i});
+      continue;
+    }
+    auto it = ids.find(key);
+    int id;
+    if (it == ids.end()) {
+      id = next_id++;
+      ids[key] = id;
+      key_of_id.push_back(key);
+      open[key] = {};
+    } else {
+      id = it->second;
+    }
+    open[key].push_back(i);
+    for (int32_t v : e.outputs) open_id[v] = id;
+  }
+  // Close what is left in creation order.
+  std::vector<std::pair<int, std::vector<int64_t>>> rest;
+  for (const auto& [k, id] : ids) rest.emplace_back(id, k);
+  std::sort(rest.begin(), rest.end());
+  for (const auto& r : rest) close(r.first);
+  return steps;
+}
+
+}  // namespace fluxion

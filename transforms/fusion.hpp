@@ -1,0 +1,19 @@
+/// Elementwise fusion: groups chains of elementwise equations into one pass over blocks.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fluxion/jaxpr.hpp"
+
+namespace fluxion {
+
+/// The execution order of `jaxpr`'s equations as steps: each step lists equation indices, one
+/// for a plain kernel call, several for a fused group. A group holds elementwise equations with a
+/// block kernel and the same output shape (rank-0 operands broadcast); each of its members runs
+/// after its inputs, and every equation reading a group's value runs after the group.
+std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend backend);
+
+/// True when equation `e` may join a fused group on `backend`.
+bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend);
+
+}  // namespace fluxion

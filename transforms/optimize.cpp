@@ -1,0 +1,43 @@
+// optimize: the pass pipeline of fx::jit (inline, then simplify, cse, dce until the equation
+// count settles).
+#include <cstdlib>
+#include <iostream>
+
+#include "transforms/passes.hpp"
+
+namespace fluxion::passes {
+namespace optimize_detail {
+
+/// Rounds of simplify + cse + dce at most.
+constexpr int kMaxRounds = 4;
+
+/// FLUXION_DUMP_PASSES set (to anything) prints the Jaxpr after each pass; read once.
+bool dump_passes() {
+  static const bool on = std::getenv("FLUXION_DUMP_PASSES") != nullptr;
+  return on;
+}
+
+/// Runs one pass, typechecks its result (cheap: one shape rule per equation) and dumps it.
+Jaxpr run_pass(const char* name, Jaxpr (*pass)(const Jaxpr&), const Jaxpr& in) {
+  Jaxpr out = pass(in);
+  typecheck(out);
+  if (dump_passes()) std::cerr << "-- after " << name << " --\n" << out << "\n";
+  return out;
+}
+
+}  // namespace optimize_detail
+
+Jaxpr optimize(const Jaxpr& jaxpr) {
+  using optimize_detail::run_pass;
+  Jaxpr current = run_pass("inline_jit_calls", &inline_jit_calls, jaxpr);
+  for (int round = 0; round < optimize_detail::kMaxRounds; ++round) {
+    const size_t before = current.equations.size();
+    current = run_pass("simplify", &simplify, current);
+    current = run_pass("cse", &cse, current);
+    current = run_pass("dce", &dce, current);
+    if (current.equations.size() == before) break;
+  }
+  return current;
+}
+
+}  // namespace fluxion::passes

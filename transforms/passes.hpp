@@ -1,0 +1,26 @@
+/// Jaxpr -> Jaxpr optimisation passes run by fx::jit: inlining, simplification, CSE and DCE.
+#pragma once
+#include "fluxion/jaxpr.hpp"
+
+namespace fluxion::passes {
+
+/// Dead-code elimination: drops equations none of whose outputs are used (every primitive is
+/// pure) and constvars no longer referenced; invars and outputs stay; variables are renumbered densely.
+Jaxpr dce(const Jaxpr& jaxpr);
+
+/// Common-subexpression elimination: an equation repeating an earlier one (same primitive, equal
+/// params, same inputs; commutative ones in either order) reuses its outputs; equal constants merge.
+Jaxpr cse(const Jaxpr& jaxpr);
+
+/// Algebraic simplification (x*1, neg(neg x), transpose/reshape chains, identity-matrix products...)
+/// and constant folding of small results, to a fixed point; every rewrite keeps the replaced aval.
+Jaxpr simplify(const Jaxpr& jaxpr);
+
+/// Replaces every jit_call equation by the equations of its sub-Jaxpr (defined in inline.cpp).
+Jaxpr inline_jit_calls(const Jaxpr& jaxpr);
+
+/// The pipeline of fx::jit: inline, then simplify, cse, dce until the equation count settles
+/// (at most 4 rounds), typechecking after each pass; FLUXION_DUMP_PASSES=1 prints each stage.
+Jaxpr optimize(const Jaxpr& jaxpr);
+
+}  // namespace fluxion::passes

@@ -1,0 +1,324 @@
+// simplify: sweeps the rules of simplify_algebra.cpp and simplify_seeds.cpp and folds small
+// constants, to a fixed point. Every rewrite replaces a variable by an atom of the same aval.
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "transforms/simplify.hpp"
+
+namespace fluxion::passes {
+namespace simplify_detail {
+
+/// Results up to this many elements are folded into constants.
+constexpr int64_t kMaxFolded = 1024;
+/// Sweeps before simplify gives up on reaching a fixed point.
+constexpr int kMaxSweeps = 32;
+
+const Primitive* lookup(const char* name) {
+  const Primitive* p = find_primitive(name);
+  if (!p) detail::fail<Error>("simplify", "internal: no primitive '", name, "' in the registry.");
+  return p;
+}
+
+const Prims& prims() {
+  static const Prims p{lookup("add"), lookup("sub"), lookup("mul"), lookup("div"), lookup("neg"),
+                       lookup("select"), lookup("convert_element_type"), lookup("eq"), lookup("iota"),
+                       lookup("broadcast_in_dim"), lookup("reshape"), lookup("squeeze"),
+                       lookup("expand_dims"), lookup("transpose"), lookup("slice"), lookup("dynamic_slice"),
+                       lookup("dynamic_update_slice"), lookup("concatenate"), lookup("reduce_sum"),
+                       lookup("reduce_max"), lookup("reduce_min"), lookup("reduce_prod"),
+                       lookup("dot_general")};
+  return p;
+}
+
+// ---- params, read back from their printed form ----
+
+std::string param_text(const Params& params, const char* name) {
+  std::ostringstream os;
+  params.print(os);
+  std::istringstream in(os.str());
+  const std::string key = std::string(name) + "=";
+  for (std::string tok; in >> tok;)
+    if (tok.compare(0, key.size(), key) == 0) return tok.substr(key.size());
+  detail::fail<Error>("simplify", "internal: params '", os.str(), "' have no field '", name, "'.");
+}
+
+std::vector<int64_t> parse_ints(const std::string& s) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
+      size_t used = 0;
+      out.push_back(std::stoll(s.substr(i), &used));
+      i += used;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> int_list_param(const Params& params, const char* name) {
+  return parse_ints(param_text(params, name));
+}
+
+int64_t int_param(const Params& params, const char* name) { return std::stoll(param_text(params, name)); }
+
+AxisPair axis_pair_param(const Params& params, const char* name) {
+  const std::string s = param_text(params, name);  // "((1,),(0,))"
+  const size_t split = s.find(')');
+  return {parse_ints(s.substr(0, split)), parse_ints(s.substr(split))};
+}
+
+// ---- facts about constants, cached per TensorImpl ----
+
+ConstantFacts compute_facts(const Tensor& t) {
+  ConstantFacts f;
+  const int64_t n = t.size();
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    f.splat = n > 0;
+    for (int64_t i = 1; i < n && f.splat; ++i) f.splat = p[i] == p[0];
+    if (f.splat) f.value = static_cast<double>(p[0]);
+    f.iota = t.ndim() == 1;
+    for (int64_t i = 0; i < n && f.iota; ++i) f.iota = p[i] == static_cast<T>(i);
+    const int64_t rows = t.ndim() == 2 ? t.shape()[0] : -1;
+    f.identity = rows >= 0 && t.shape()[1] == rows;
+    for (int64_t i = 0; i < rows && f.identity; ++i)
+      for (int64_t j = 0; j < rows && f.identity; ++j) f.identity = p[i * rows + j] == T(i == j ? 1 : 0);
+  });
+  return f;
+}
+
+ConstantFacts constant_facts(const Tensor& t) {
+  if (t.size() <= 16) return compute_facts(t);
+  static std::mutex mutex;
+  // The weak_ptr tells a live entry from one whose TensorImpl address was reused.
+  static std::unordered_map<const TensorImpl*, std::pair<std::weak_ptr<TensorImpl>, ConstantFacts>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(t.impl().get());
+  if (it != cache.end() && it->second.first.lock() == t.impl()) return it->second.second;
+  if (cache.size() > 4096)
+    for (auto e = cache.begin(); e != cache.end();) e = e->second.first.expired() ? cache.erase(e) : std::next(e);
+  ConstantFacts f = compute_facts(t);
+  cache[t.impl().get()] = {t.impl(), f};
+  return f;
+}
+
+// ---- the sweep ----
+
+Sweep::Sweep(Jaxpr& jaxpr) : jaxpr_(jaxpr), uses_(jaxpr.avals.size(), 0) {
+  grow();
+  for (size_t i = 0; i < jaxpr_.constvars.size(); ++i) const_slot_[jaxpr_.constvars[i]] = static_cast<int32_t>(i);
+  for (const Equation& e : jaxpr_.equations)
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) ++uses_[a.var];
+  for (const Atom& a : jaxpr_.outputs)
+    if (!a.is_literal()) ++uses_[a.var];
+}
+
+int32_t Sweep::uses(const Atom& a) const {
+  return a.is_literal() || static_cast<size_t>(a.var) >= uses_.size() ? 0 : uses_[a.var];
+}
+
+void Sweep::grow() {
+  for (size_t v = repl_.size(); v < jaxpr_.avals.size(); ++v) repl_.push_back(Atom::of_var(static_cast<int32_t>(v)));
+  def_.resize(jaxpr_.avals.size(), -1);
+  const_slot_.resize(jaxpr_.avals.size(), -1);
+}
+
+Atom Sweep::resolve(const Atom& a) const {
+  Atom r = a;
+  while (!r.is_literal() && repl_[r.var].var != r.var) r = repl_[r.var];
+  return r;
+}
+
+void Sweep::keep(Equation e) {
+  grow();
+  for (int32_t v : e.outputs) def_[v] = static_cast<int32_t>(kept_.size());
+  kept_.push_back(std::move(e));
+}
+
+const Equation* Sweep::producer(const Atom& a) const {
+  if (a.is_literal() || def_[a.var] < 0) return nullptr;
+  return &kept_[static_cast<size_t>(def_[a.var])];
+}
+
+const Equation* Sweep::produced_by(const Atom& a, const Primitive* p) const {
+  const Equation* e = producer(a);
+  return e && e->primitive == p ? e : nullptr;
+}
+
+Tensor Sweep::constant(const Atom& a) const {
+  const Tensor& t = a.is_literal() ? a.literal
+                    : const_slot_[a.var] >= 0 ? jaxpr_.consts[static_cast<size_t>(const_slot_[a.var])]
+                                              : Tensor();
+  if (!t.defined() || t.is_tracer() || !t.device().is_cpu()) return Tensor();
+  return t;
+}
+
+std::optional<double> Sweep::splat(const Atom& a) const {
+  if (Tensor c = constant(a); c.defined()) {
+    ConstantFacts f = constant_facts(c);
+    return f.splat ? std::optional<double>(f.value) : std::nullopt;
+  }
+  if (const Equation* b = produced_by(a, prims().broadcast)) return splat(b->inputs[0]);
+  return std::nullopt;
+}
+
+std::optional<Atom> Sweep::rank0(const Atom& a) const {
+  if (aval(a).ndim() == 0) return a;
+  if (const Equation* b = produced_by(a, prims().broadcast)) return rank0(b->inputs[0]);
+  Tensor c = constant(a);
+  if (!c.defined() || !constant_facts(c).splat) return std::nullopt;
+  // The first element, bit for bit, as a literal.
+  Tensor s = empty(AbstractValue{Shape{}, c.dtype()});
+  std::memcpy(s.array().data(), c.array().data(), static_cast<size_t>(dtype_size(c.dtype())));
+  return Atom::of_literal(s);
+}
+
+std::optional<Atom> Sweep::emit(AbstractValue want, const std::vector<Atom>& args,
+                                const std::function<Tensor(const std::vector<Tensor>&)>& build) {
+  StageInterpreter stage("simplify");
+  std::vector<Tensor> xs;
+  std::vector<Atom> var_args;
+  for (const Atom& a : args) {
+    if (a.is_literal()) {
+      xs.push_back(a.literal);
+    } else {
+      xs.push_back(stage.new_input(jaxpr_.avals[a.var]));
+      var_args.push_back(a);
+    }
+  }
+  Tensor y;
+  try {
+    InterpreterScope scope(stage);
+    y = build(xs);
+  } catch (const Error&) {
+    return std::nullopt;  // a rule that does not apply after all (the shape rules said no)
+  }
+  Jaxpr sub = stage.finish({y});
+  if (sub.out_avals()[0] != want) return std::nullopt;
+  std::vector<Atom> map(sub.avals.size());
+  for (size_t i = 0; i < sub.invars.size(); ++i) map[sub.invars[i]] = var_args[i];
+  for (size_t i = 0; i < sub.constvars.size(); ++i) {
+    const int32_t v = jaxpr_.new_var(sub.avals[sub.constvars[i]]);
+    grow();
+    const_slot_[v] = static_cast<int32_t>(jaxpr_.consts.size());
+    jaxpr_.constvars.push_back(v);
+    jaxpr_.consts.push_back(sub.consts[i]);
+    map[sub.constvars[i]] = Atom::of_var(v);
+  }
+  auto mapped = [&](const Atom& a) { return a.is_literal() ? a : map[a.var]; };
+  for (const Equation& e : sub.equations) {
+    Equation copy{e.primitive, e.params, {}, {}};
+    for (const Atom& a : e.inputs) copy.inputs.push_back(mapped(a));
+    for (int32_t v : e.outputs) {
+      copy.outputs.push_back(jaxpr_.new_var(sub.avals[v]));
+      map[v] = Atom::of_var(copy.outputs.back());
+    }
+    keep(std::move(copy));
+  }
+  return mapped(sub.outputs[0]);
+}
+
+// Elementwise binary primitives accept one rank-0 operand: a broadcast (or splat constant)
+// operand is replaced by its rank-0 value when the other operand has the output's shape, and
+// select's predicate likewise. The shape rule confirms the output aval is unchanged.
+bool Sweep::scalarize_operands(Equation& e) const {
+  const bool is_select = e.primitive == prims().select;
+  if (e.outputs.size() != 1 || !(is_select || (e.primitive->traits.elementwise && e.inputs.size() == 2)))
+    return false;
+  const AbstractValue out = jaxpr_.avals[e.outputs[0]];
+  for (size_t i = 0; i < (is_select ? 1 : 2); ++i) {
+    if (aval(e.inputs[i]).ndim() == 0 || (!is_select && aval(e.inputs[1 - i]).shape != out.shape)) continue;
+    std::optional<Atom> r = rank0(e.inputs[i]);
+    if (!r) continue;
+    std::vector<AbstractValue> in;
+    for (size_t k = 0; k < e.inputs.size(); ++k) in.push_back(k == i ? aval(*r) : aval(e.inputs[k]));
+    try {
+      if (e.primitive->abstract_eval(in, *e.params) != std::vector<AbstractValue>{out}) continue;
+    } catch (const Error&) {
+      continue;
+    }
+    e.inputs[i] = *r;
+    return true;
+  }
+  return false;
+}
+
+// An equation whose inputs are all known constants and whose outputs are small is evaluated
+// now; its outputs become literals (rank 0) or constvars. A broadcast of a rank-0 value is left
+// for its users to absorb (see scalarize_operands).
+bool Sweep::fold(const Equation& e) {
+  const Primitive& p = *e.primitive;
+  if (!p.traits.view && !p.kernel(Backend::cpu)) return false;
+  if (&p == prims().broadcast && aval(e.inputs[0]).ndim() == 0) return false;
+  for (int32_t v : e.outputs)
+    if (jaxpr_.avals[v].shape.num_elements() > kMaxFolded) return false;
+  std::vector<Tensor> in;
+  for (const Atom& a : e.inputs) {
+    in.push_back(constant(a));
+    if (!in.back().defined()) return false;
+  }
+  std::vector<Tensor> out;
+  try {
+    out = eval_primitive(p, in, *e.params, Backend::cpu);
+  } catch (const Error&) {
+    return false;
+  }
+  for (size_t k = 0; k < out.size(); ++k)
+    if (out[k].aval() != jaxpr_.avals[e.outputs[k]]) return false;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int32_t v = e.outputs[k];
+    if (out[k].ndim() == 0) {
+      repl_[v] = Atom::of_literal(out[k]);
+    } else {  // the output variable itself becomes a constvar
+      const_slot_[v] = static_cast<int32_t>(jaxpr_.consts.size());
+      jaxpr_.constvars.push_back(v);
+      jaxpr_.consts.push_back(out[k]);
+    }
+  }
+  return true;
+}
+
+bool Sweep::run() {
+  std::vector<Equation> equations = std::move(jaxpr_.equations);
+  jaxpr_.equations.clear();
+  bool changed = false;
+  for (Equation& e : equations) {
+    for (Atom& a : e.inputs) a = resolve(a);
+    changed |= scalarize_operands(e);
+    if (e.outputs.size() == 1) {
+      const AbstractValue want = jaxpr_.avals[e.outputs[0]];
+      std::optional<Atom> r = algebra_rules(*this, e);
+      if (!r) r = seed_rules(*this, e);
+      if (r && aval(*r) == want) {
+        grow();
+        repl_[e.outputs[0]] = *r;
+        changed = true;
+        continue;
+      }
+    }
+    if (fold(e)) {
+      changed = true;
+      continue;
+    }
+    keep(std::move(e));
+  }
+  jaxpr_.equations.assign(kept_.begin(), kept_.end());
+  for (Atom& a : jaxpr_.outputs) a = resolve(a);
+  return changed;
+}
+
+}  // namespace simplify_detail
+
+Jaxpr simplify(const Jaxpr& jaxpr) {
+  Jaxpr out = jaxpr;
+  for (int sweep = 0; sweep < simplify_detail::kMaxSweeps; ++sweep)
+    if (!simplify_detail::Sweep(out).run()) break;
+  return out;
+}
+
+}  // namespace fluxion::passes

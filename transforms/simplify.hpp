@@ -1,0 +1,89 @@
+/// Internal interface of the simplify pass: the sweep state its rule files share (not public API).
+#pragma once
+#include <deque>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "transforms/passes.hpp"
+
+namespace fluxion::passes::simplify_detail {
+
+/// The primitives the rules recognise, looked up once by name in the registry.
+struct Prims {
+  const Primitive *add, *sub, *mul, *div, *neg, *select, *convert, *eq, *iota, *broadcast, *reshape,
+      *squeeze, *expand_dims, *transpose, *slice, *dynamic_slice, *dynamic_update_slice, *concatenate,
+      *reduce_sum, *reduce_max, *reduce_min, *reduce_prod, *dot_general;
+};
+const Prims& prims();
+
+/// Params fields read from the printed form (`permutation=(1,0)`, `dimension=0`,
+/// `contract=((1,),(0,))`): the params structs live in the primitive families' files.
+std::vector<int64_t> int_list_param(const Params& params, const char* name);
+int64_t int_param(const Params& params, const char* name);
+AxisPair axis_pair_param(const Params& params, const char* name);
+
+/// What the pass knows about a concrete constant; computed once per TensorImpl.
+struct ConstantFacts {
+  bool splat = false;     // every element equal (and at least one element)
+  double value = 0;       // that element, when splat
+  bool identity = false;  // a square matrix with ones on the diagonal, zeros elsewhere
+  bool iota = false;      // a vector holding 0, 1, ..., n-1 (a folded 1-d iota)
+};
+ConstantFacts constant_facts(const Tensor& t);
+
+/// One forward sweep over a Jaxpr's equations. Rules see the kept equations (inputs already
+/// replaced) through producer(); a rule answers the atom replacing an equation's single output.
+class Sweep {
+ public:
+  explicit Sweep(Jaxpr& jaxpr);
+  /// Runs every rule once over the equations; true when something changed.
+  bool run();
+
+  Jaxpr& jaxpr() { return jaxpr_; }
+  AbstractValue aval(const Atom& a) const { return jaxpr_.aval_of(a); }
+  /// The kept equation defining `a` (nullptr for inputs, constvars and literals). Stable while
+  /// the sweep runs (kept equations live in a deque).
+  const Equation* producer(const Atom& a) const;
+  /// The producer of `a` when it applies `p`, else nullptr.
+  const Equation* produced_by(const Atom& a, const Primitive* p) const;
+  /// How many times the Jaxpr read `a` (equation inputs and outputs) when the sweep began; 0 for
+  /// literals and variables made since.
+  int32_t uses(const Atom& a) const;
+  /// The concrete host value of a literal or constvar (undefined otherwise: tracers, device arrays).
+  Tensor constant(const Atom& a) const;
+  /// The value of every element of `a`, when known: a literal, a splat constant, or a
+  /// broadcast_in_dim of one.
+  std::optional<double> splat(const Atom& a) const;
+  /// A rank-0 atom holding every element of `a`: `a` itself when rank 0, the operand of a
+  /// broadcast_in_dim of a rank-0 value, or a literal for a splat constant.
+  std::optional<Atom> rank0(const Atom& a) const;
+  /// Stages `build` on tracers standing for `args` (literals pass as concrete scalars) and, when
+  /// its result has aval `want` exactly, keeps its equations and returns the result's atom.
+  std::optional<Atom> emit(AbstractValue want, const std::vector<Atom>& args,
+                           const std::function<Tensor(const std::vector<Tensor>&)>& build);
+
+ private:
+  Atom resolve(const Atom& a) const;
+  void grow();
+  void keep(Equation e);
+  bool fold(const Equation& e);
+  bool scalarize_operands(Equation& e) const;
+
+  Jaxpr& jaxpr_;
+  std::vector<Atom> repl_;          // by variable id: its replacement (itself by default)
+  std::vector<int32_t> def_;        // by variable id: index of its kept equation, or -1
+  std::vector<int32_t> const_slot_; // by variable id: index into jaxpr_.consts, or -1
+  std::vector<int32_t> uses_;       // by variable id, counted when the sweep began
+  std::deque<Equation> kept_;
+};
+
+/// A rewrite of one single-output equation: the atom replacing its output, or nullopt.
+using Rule = std::optional<Atom> (*)(Sweep& sweep, const Equation& eqn);
+
+/// Algebraic identities (simplify_algebra.cpp): units and negation, movement chains, select.
+std::optional<Atom> algebra_rules(Sweep& sweep, const Equation& eqn);
+/// Jacobian-seed rules (simplify_seeds.cpp): products with identity and diagonal matrices.
+std::optional<Atom> seed_rules(Sweep& sweep, const Equation& eqn);
+
+}  // namespace fluxion::passes::simplify_detail

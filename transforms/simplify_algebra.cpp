@@ -1,0 +1,179 @@
+// The algebraic rules of simplify: units (x*1, x+0, x-0, x/1, x*-1), double negation, movement
+// that changes nothing, transpose/reshape/broadcast chains, select on a known predicate. Never
+// x*0 -> 0 (NaN and inf would not propagate, as in JAX). "Ones"/"zeros" are any splat constant.
+#include <algorithm>
+
+#include "fluxion/lax.hpp"
+#include "transforms/simplify.hpp"
+
+namespace fluxion::passes {
+namespace simplify_algebra {
+
+using simplify_detail::prims;
+using simplify_detail::Sweep;
+using Result = std::optional<Atom>;
+using Axes = std::vector<int64_t>;
+
+bool is_value(const std::optional<double>& v, double x) { return v && *v == x; }
+
+bool is_identity_permutation(const Axes& perm) {
+  for (size_t k = 0; k < perm.size(); ++k)
+    if (perm[k] != static_cast<int64_t>(k)) return false;
+  return true;
+}
+
+/// Primitives that compute operand 0 unchanged whenever the output aval equals its aval: a
+/// broadcast/reshape/squeeze/expand_dims/slice/dynamic_slice to the same shape (starts are then 0),
+/// a conversion to the same dtype, a reduction over no axes, a concatenation of one operand.
+bool unchanged_when_same_aval(const Primitive* p) {
+  const auto& P = prims();
+  for (const Primitive* q : {P.broadcast, P.reshape, P.squeeze, P.expand_dims, P.slice, P.dynamic_slice,
+                             P.convert, P.reduce_sum, P.reduce_max, P.reduce_min, P.reduce_prod, P.concatenate})
+    if (p == q) return true;
+  return false;
+}
+
+bool is_reshape_like(const Primitive* p) {
+  const auto& P = prims();
+  return p == P.reshape || p == P.squeeze || p == P.expand_dims;
+}
+
+// x*1, 1*x, x*-1 -> neg x, x+0, 0+x, x-0, x/1, neg(neg x). The kept operand must already have
+// the output's aval (a rank-0 x times a ones array is left alone).
+Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const auto& P = prims();
+  const Primitive* p = e.primitive;
+  auto if_same = [&](const Atom& x) -> Result { return s.aval(x) == out ? Result(x) : std::nullopt; };
+  if (p == P.neg) {
+    if (const Equation* inner = s.produced_by(e.inputs[0], P.neg)) return if_same(inner->inputs[0]);
+    return std::nullopt;
+  }
+  if (e.inputs.size() != 2) return std::nullopt;
+  if (p == P.mul || p == P.add) {
+    const double unit = p == P.mul ? 1 : 0;
+    for (size_t i = 0; i < 2; ++i) {
+      const Atom &x = e.inputs[i], &c = e.inputs[1 - i];
+      const std::optional<double> v = s.splat(c);
+      if (is_value(v, unit) && s.aval(x) == out) return x;
+      if (p == P.mul && is_value(v, -1) && s.aval(x) == out)
+        return s.emit(out, {x}, [](const std::vector<Tensor>& xs) { return lax::neg(xs[0]); });
+    }
+  }
+  if ((p == P.sub && is_value(s.splat(e.inputs[1]), 0)) || (p == P.div && is_value(s.splat(e.inputs[1]), 1)))
+    return if_same(e.inputs[0]);
+  return std::nullopt;
+}
+
+// transpose(E(a, b...), q) of an elementwise E used only there, whose operands are rank 0,
+// transposes that q undoes, or broadcasts whose dims stay increasing once permuted: E applied to
+// the untransposed operands (the transposes around E disappear; jacfwd's basis leaves these).
+Result transpose_through_elementwise(Sweep& s, const Equation& e, const Axes& q, const AbstractValue& out) {
+  const Equation* inner = s.producer(e.inputs[0]);
+  if (!inner || !inner->primitive->traits.elementwise || inner->outputs.size() != 1 || s.uses(e.inputs[0]) != 1)
+    return std::nullopt;
+  const auto& P = prims();
+  Axes inverse(q.size());
+  for (size_t k = 0; k < q.size(); ++k) inverse[static_cast<size_t>(q[k])] = static_cast<int64_t>(k);
+  std::vector<Atom> args;
+  std::vector<std::optional<Axes>> rebroadcast;  // new broadcast_dimensions, or none: use as is
+  bool undoes_transpose = false;
+  for (const Atom& a : inner->inputs) {
+    if (s.aval(a).ndim() == 0) {
+      args.push_back(a);
+      rebroadcast.emplace_back();
+    } else if (const Equation* t = s.produced_by(a, P.transpose)) {
+      const Axes p = simplify_detail::int_list_param(*t->params, "permutation");
+      Axes composed;
+      for (int64_t k : q) composed.push_back(p[static_cast<size_t>(k)]);
+      if (!is_identity_permutation(composed)) return std::nullopt;
+      args.push_back(t->inputs[0]);
+      rebroadcast.emplace_back();
+      undoes_transpose = true;
+    } else if (const Equation* b = s.produced_by(a, P.broadcast)) {
+      Axes dims;
+      for (int64_t d : simplify_detail::int_list_param(*b->params, "broadcast_dimensions"))
+        dims.push_back(inverse[static_cast<size_t>(d)]);
+      if (!std::is_sorted(dims.begin(), dims.end())) return std::nullopt;  // dims are distinct
+      args.push_back(b->inputs[0]);
+      rebroadcast.emplace_back(std::move(dims));
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!undoes_transpose) return std::nullopt;
+  const Primitive& op = *inner->primitive;
+  const std::shared_ptr<const Params> params = inner->params;
+  return s.emit(out, args, [&](const std::vector<Tensor>& xs) {
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < xs.size(); ++i)
+      operands.push_back(rebroadcast[i] ? lax::broadcast_in_dim(xs[i], out.shape, *rebroadcast[i]) : xs[i]);
+    return fluxion::bind1(op, operands, *params);
+  });
+}
+
+// transpose(transpose(x, p1), p2) = transpose(x, c) with c[k] = p1[p2[k]]; identity c -> x.
+Result transpose_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const Axes perm = simplify_detail::int_list_param(*e.params, "permutation");
+  if (is_identity_permutation(perm)) return e.inputs[0];
+  const Equation* inner = s.produced_by(e.inputs[0], prims().transpose);
+  if (!inner) return transpose_through_elementwise(s, e, perm, out);
+  const Axes first = simplify_detail::int_list_param(*inner->params, "permutation");
+  Axes composed;
+  for (int64_t k : perm) composed.push_back(first[static_cast<size_t>(k)]);
+  if (is_identity_permutation(composed)) return inner->inputs[0];
+  return s.emit(out, {inner->inputs[0]}, [&](const std::vector<Tensor>& xs) { return lax::transpose(xs[0], composed); });
+}
+
+// Chains of reshape/squeeze/expand_dims are one reshape (all reinterpret row-major order).
+Result reshape_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const Equation* inner = s.producer(e.inputs[0]);
+  if (!inner || !is_reshape_like(inner->primitive)) return std::nullopt;
+  const Atom x = inner->inputs[0];
+  if (s.aval(x) == out) return x;
+  return s.emit(out, {x}, [&](const std::vector<Tensor>& xs) { return lax::reshape(xs[0], out.shape); });
+}
+
+// broadcast_in_dim(broadcast_in_dim(x, s1, d1), s2, d2) = broadcast_in_dim(x, s2, d2[d1[i]]).
+Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const Equation* inner = s.produced_by(e.inputs[0], prims().broadcast);
+  if (!inner) return std::nullopt;
+  const Axes outer_dims = simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  Axes dims;
+  for (int64_t d : simplify_detail::int_list_param(*inner->params, "broadcast_dimensions"))
+    dims.push_back(outer_dims[static_cast<size_t>(d)]);
+  return s.emit(out, {inner->inputs[0]},
+                [&](const std::vector<Tensor>& xs) { return lax::broadcast_in_dim(xs[0], out.shape, dims); });
+}
+
+// select with a known predicate picks a branch; equal branches need no predicate.
+Result select_known(Sweep& s, const Equation& e) {
+  const std::optional<double> pred = s.splat(e.inputs[0]);
+  if (pred) return *pred != 0 ? e.inputs[1] : e.inputs[2];
+  const Atom &a = e.inputs[1], &b = e.inputs[2];
+  if (!a.is_literal() && !b.is_literal() && a.var == b.var) return a;
+  return std::nullopt;
+}
+
+}  // namespace simplify_algebra
+
+namespace simplify_detail {
+
+std::optional<Atom> algebra_rules(Sweep& s, const Equation& e) {
+  using namespace simplify_algebra;
+  const auto& P = prims();
+  const Primitive* p = e.primitive;
+  const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
+  if (e.inputs.empty()) return std::nullopt;
+  if (unchanged_when_same_aval(p) && (p != P.concatenate || e.inputs.size() == 1) && s.aval(e.inputs[0]) == out)
+    return e.inputs[0];
+  if (p == P.dynamic_update_slice && s.aval(e.inputs[1]) == out) return e.inputs[1];  // overwrites all
+  if (Result r = units(s, e, out)) return r;
+  if (p == P.transpose) return transpose_chain(s, e, out);
+  if (is_reshape_like(p)) return reshape_chain(s, e, out);
+  if (p == P.broadcast) return broadcast_chain(s, e, out);
+  if (p == P.select) return select_known(s, e);
+  return std::nullopt;
+}
+
+}  // namespace simplify_detail
+}  // namespace fluxion::passes
