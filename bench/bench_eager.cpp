@@ -9,9 +9,13 @@
 //   gemm/<dtype>/n=<N>/<impl>     N x N times N x N through dot_general (and fx::matmul) against
 //                                 `C.noalias() = A * B` on row- and column-major Eigen matrices.
 //
-// Everything here is single-threaded (Eigen without OpenMP), so times, bytes/s and GFLOP/s use
-// CPU time (Google Benchmark's default): on the shared 2-core development machine wall time
-// mostly measures the other processes. On a quiet machine the two agree.
+//   gemm/<dtype>/<M>x<K>x<N>/<impl> M x K times K x N (N = 1: matrix-vector) through dot_general.
+//   elementwise/n=<N>/chain8/<impl> eight unfused elementwise ops, each allocating its result.
+//
+// Elementwise and overhead cases are single-threaded, so their times, bytes/s use CPU time
+// (Google Benchmark's default): on the shared 2-core development machine wall time mostly
+// measures the other processes. GEMM may run on several threads (fluxion::num_threads(), Eigen
+// with OpenMP, OpenBLAS), so the gemm cases use wall time (UseRealTime).
 //
 // Every case first checks that Fluxion's result equals Eigen's (SkipWithError otherwise), so the
 // smoke test in CTest also catches a kernel that is fast because it is wrong.
@@ -277,6 +281,71 @@ void register_elementwise(int64_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// (b2) an unfused chain of 8 elementwise ops: every op allocates a fresh N-element result and
+//      frees the previous one, so this measures the allocator as much as the kernels
+// ---------------------------------------------------------------------------------------------
+
+void register_chain8(int64_t n) {
+  const std::string prefix = "elementwise/n=" + std::to_string(n) + "/chain8/";
+  auto reg = [&](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond);
+  };
+  // |-((x*y + x - y) * x) + y| - x, one op at a time.
+  reg("fluxion_lax", [n](benchmark::State& state) {
+    ElementwiseInputs in(n);
+    namespace lax = fx::lax;
+    auto f = [&] {
+      fx::Tensor t = lax::mul(in.x, in.y);
+      t = lax::add(t, in.x);
+      t = lax::sub(t, in.y);
+      t = lax::mul(t, in.x);
+      t = lax::neg(t);
+      t = lax::add(t, in.y);
+      t = lax::abs(t);
+      return lax::sub(t, in.x);
+    };
+    ArrayF want = ((-((in.ex * in.ey + in.ex - in.ey) * in.ex)) + in.ey).abs() - in.ex;
+    if (!check_close<float>(state, f(), want, 1e-6)) return;
+    for (auto _ : state) {
+      fx::Tensor r = f();
+      benchmark::DoNotOptimize(r);
+    }
+    set_throughput(state, n, 3);
+  });
+  reg("eigen", [n](benchmark::State& state) {
+    ElementwiseInputs in(n);
+    for (auto _ : state) {
+      ArrayF r = ((-((in.ex * in.ey + in.ex - in.ey) * in.ex)) + in.ey).abs() - in.ex;
+      benchmark::DoNotOptimize(r.data());
+      benchmark::ClobberMemory();
+    }
+    set_throughput(state, n, 3);
+  });
+  reg("eigen_unfused", [n](benchmark::State& state) {
+    // The same allocation pattern as eager Fluxion: a fresh array per op, the previous one freed.
+    ElementwiseInputs in(n);
+    const ArrayF &x = in.ex, &y = in.ey;
+    auto step = [](ArrayF& t, ArrayF next) {
+      benchmark::DoNotOptimize(next.data());
+      t.swap(next);  // the previous array is freed when `next` goes out of scope
+    };
+    for (auto _ : state) {
+      ArrayF t = x * y;
+      benchmark::DoNotOptimize(t.data());
+      step(t, t + x);
+      step(t, t - y);
+      step(t, t * x);
+      step(t, -t);
+      step(t, t + y);
+      step(t, t.abs());
+      step(t, t - x);
+      benchmark::ClobberMemory();
+    }
+    set_throughput(state, n, 3);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // (c) GEMM: N x N @ N x N
 // ---------------------------------------------------------------------------------------------
 
@@ -293,7 +362,7 @@ void register_gemm(int64_t n) {
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
   const std::string prefix = std::string("gemm/") + (sizeof(T) == 4 ? "f32" : "f64") + "/n=" + std::to_string(n) + "/";
   auto reg = [&](const std::string& name, auto fn) {
-    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
   };
   // Tolerance: both sides sum n products of values in [-1, 1], possibly in different orders.
   const double tol = (sizeof(T) == 4 ? 1e-6 : 1e-14) * static_cast<double>(n);
@@ -334,15 +403,63 @@ void register_gemm(int64_t n) {
   reg("eigen_colmajor", eigen_case(std::common_type<ColMajor>{}));
 }
 
+/// M x K times K x N (N = 1: matrix-vector) through dot_general against Eigen's row-major product.
+template <class T>
+void register_gemm_shape(int64_t m, int64_t k, int64_t n) {
+  using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const std::string prefix = std::string("gemm/") + (sizeof(T) == 4 ? "f32" : "f64") + "/" + std::to_string(m) +
+                             "x" + std::to_string(k) + "x" + std::to_string(n) + "/";
+  auto reg = [&](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
+  };
+  auto flops = [m, k, n](benchmark::State& state) {
+    state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(m) * k * n * 1e-9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  };
+  const double tol = (sizeof(T) == 4 ? 1e-6 : 1e-14) * static_cast<double>(k);
+  reg("fluxion_dot_general", [=](benchmark::State& state) {
+    std::vector<T> av = random_values<T>(m * k, 3), bv = random_values<T>(k * n, 4);
+    fx::Tensor a = fx::from_vector(av, fx::Shape{m, k});
+    fx::Tensor b = n == 1 ? fx::from_vector(bv, fx::Shape{k}) : fx::from_vector(bv, fx::Shape{k, n});
+    RowMajor want = Eigen::Map<RowMajor>(av.data(), m, k) * Eigen::Map<RowMajor>(bv.data(), k, n);
+    auto f = [&] { return fx::lax::dot_general(a, b, fx::AxisPair{{1}, {0}}, {}); };
+    if (!check_close<T>(state, f(), want, tol)) return;
+    for (auto _ : state) {
+      fx::Tensor c = f();
+      benchmark::DoNotOptimize(c);
+    }
+    flops(state);
+  });
+  reg("eigen_rowmajor", [=](benchmark::State& state) {
+    std::vector<T> av = random_values<T>(m * k, 3), bv = random_values<T>(k * n, 4);
+    RowMajor a = Eigen::Map<RowMajor>(av.data(), m, k), b = Eigen::Map<RowMajor>(bv.data(), k, n), c(m, n);
+    for (auto _ : state) {
+      c.noalias() = a * b;
+      benchmark::DoNotOptimize(c.data());
+      benchmark::ClobberMemory();
+    }
+    flops(state);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   register_overhead();
   for (int64_t n : {int64_t(1000000), int64_t(10000000)}) register_elementwise(n);
+  for (int64_t n : {int64_t(1000000), int64_t(16000000)}) register_chain8(n);
   for (int64_t n : {int64_t(256), int64_t(1024)}) {
     register_gemm<float>(n);
     register_gemm<double>(n);
   }
+  // The shapes of the GEMM comparison in bench/RESULTS.md (MLP layers, tall-skinny, GEMV).
+  register_gemm_shape<float>(256, 784, 512);
+  register_gemm_shape<float>(32, 784, 512);
+  register_gemm_shape<float>(1024, 512, 512);
+  register_gemm_shape<float>(2048, 32, 32);
+  register_gemm_shape<float>(2048, 32, 1);
+  register_gemm_shape<float>(1024, 1024, 1);
+  register_gemm_shape<double>(1000, 1000, 1000);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -3,7 +3,9 @@
 # costs a few dpkg queries). Run as root (or with sudo available). ccache is optional.
 set -euo pipefail
 
-required=(cmake g++ make libeigen3-dev libboost-dev doctest-dev libbenchmark-dev clang-tools-19)
+# libopenblas-dev: FLUXION_BLAS=AUTO links OpenBLAS for large GEMMs (OpenMP comes with g++).
+required=(cmake g++ make libeigen3-dev libboost-dev doctest-dev libbenchmark-dev clang-tools-19
+          libopenblas-dev)
 optional=(ccache)
 
 missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }

@@ -9,31 +9,23 @@
 #include "fluxion/cuda.hpp"
 #include "fluxion/interpreter.hpp"
 #include "fluxion/tensor.hpp"
+#include "src/allocator.hpp"
 
 namespace fluxion {
-
-namespace tensor_detail {
-// 64-byte alignment lets Eigen use aligned packet loads and keeps rows on cache lines.
-constexpr size_t kAlignment = 64;
-}  // namespace tensor_detail
 
 Buffer::Buffer(Device device, int64_t nbytes) : nbytes_(nbytes), device_(device) {
   if (device.is_cuda()) {  // throws DeviceError saying why when CUDA is unavailable
     data_ = cuda::memory::allocate(device.index, nbytes);
     return;
   }
-  if (nbytes == 0) return;
-  using tensor_detail::kAlignment;
-  size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded);
-  if (!data_)
-    detail::fail<OutOfMemoryError>("buffer", "could not allocate ", nbytes, " bytes on ", device,
-                                   ". Reduce the tensor sizes or free memory.");
+  // 64-byte aligned (Eigen maps use Aligned64), from the size-bucketed cache of src/allocator.cpp;
+  // OutOfMemoryError naming the size when the system has no memory left.
+  if (nbytes > 0) data_ = cpu_memory::allocate(static_cast<size_t>(nbytes));
 }
 
 Buffer::~Buffer() {
   if (device_.is_cuda()) cuda::memory::deallocate(device_.index, data_);
-  else std::free(data_);
+  else cpu_memory::deallocate(data_, static_cast<size_t>(nbytes_));
 }
 
 Tensor TracerImpl::concrete_value(const char* what) const {

@@ -1,18 +1,33 @@
 /// CPU dot_general: operands viewed as per-batch row-major matrices (copied into that layout only
-/// when their dims are not already in it), then one Eigen GEMM / GEMV / dot per batch.
+/// when their dims are not already in it), then one GEMM / GEMV / dot per batch: Eigen's, on
+/// num_threads() threads for large products, or OpenBLAS's for the large f32/f64 GEMMs where it
+/// is faster (FLUXION_BLAS; the thresholds below come from bench/RESULTS.md, "Memory and GEMM").
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <numeric>
 #include <type_traits>
 #include <vector>
 
+#if FLUXION_WITH_BLAS
+#include <cblas.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "backends/cpu/permute.hpp"
+#include "fluxion/device.hpp"
 #include "fluxion/primitive.hpp"
 
 namespace fluxion::cpu {
+
+/// Whether OpenBLAS is linked and its kernels suit this CPU (src/threads.cpp).
+bool blas_usable();
+
 namespace gemm_detail {
 
 template <class A> using RowMajorMat = Eigen::Matrix<A, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -37,6 +52,99 @@ auto rhs_matrix(const A* p, int64_t k, int64_t n) {
   else return Eigen::Map<const RowMajorMat<A>>(p, k, n);
 }
 
+/// Multiply-adds (m*n*k) from which a GEMM is "large": it runs on num_threads() threads, through
+/// OpenBLAS when blas_usable() and the dtype is f32/f64, else through Eigen's OpenMP product.
+/// Smaller products run on the calling thread only (Eigen's own rule would thread even 64^3,
+/// where starting the team and its barrier cost more than the product). Only one of the two
+/// thread pools ever runs a product: Eigen's busy-waiting team and OpenBLAS's yielding threads
+/// slow each other down 10-100x when both are awake on 2 cores.
+inline constexpr double kLargeWork = 1 << 22;
+/// Matrix elements (m*k) from which a matrix-vector product goes to OpenBLAS when blas_usable():
+/// Eigen's GEMV is single-threaded, OpenBLAS's runs on num_threads() threads (2x on 2 cores from
+/// 512x512 on; equal on one thread).
+inline constexpr double kLargeGemv = 1 << 18;
+
+/// The calling thread's OpenMP thread count for one Eigen product (Eigen reads
+/// omp_get_max_threads() per product; a per-thread setting, restored afterwards).
+class ProductThreads {
+ public:
+  explicit ProductThreads(int n) {
+#ifdef _OPENMP
+    previous_ = omp_get_max_threads();
+    if (n != previous_) omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+  }
+  ~ProductThreads() {
+#ifdef _OPENMP
+    if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+#endif
+  }
+  ProductThreads(const ProductThreads&) = delete;
+  ProductThreads& operator=(const ProductThreads&) = delete;
+
+ private:
+  int previous_ = 1;
+};
+
+/// c = op(a) * op(b) through cblas (row-major, no scaling) when OpenBLAS should run it; false
+/// (nothing done) otherwise.
+template <bool TransA, bool TransB, class A>
+bool blas_gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+#if FLUXION_WITH_BLAS
+  if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || !blas_usable()) return false;
+    num_threads();  // applies the thread count to OpenBLAS once
+    const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
+    const int lda = static_cast<int>(TransA ? m : k), ldb = static_cast<int>(TransB ? k : n);
+    if constexpr (std::is_same_v<A, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, lda, b, ldb, 0.0f, c, int(n));
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, lda, b, ldb, 0.0, c, int(n));
+    return true;
+  }
+#endif
+  (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
+  return false;
+}
+
+/// y = op(a) x for a matrix `a` stored rows x cols (row-major) through cblas when OpenBLAS should
+/// run it; false (nothing done) otherwise.
+template <class A>
+bool blas_gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A* y) {
+#if FLUXION_WITH_BLAS
+  if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
+    if (static_cast<double>(rows) * static_cast<double>(cols) < kLargeGemv) return false;
+    if (rows > INT_MAX || cols > INT_MAX || !blas_usable()) return false;
+    num_threads();  // applies the thread count to OpenBLAS once
+    const auto t = trans ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<A, float>)
+      cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, a, int(cols), x, 1, 0.0f, y, 1);
+    else
+      cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, a, int(cols), x, 1, 0.0, y, 1);
+    return true;
+  }
+#endif
+  (void)trans, (void)a, (void)rows, (void)cols, (void)x, (void)y;
+  return false;
+}
+
+/// c = op(a) * op(b) for one batch of a GEMM (m, n > 1).
+template <bool TransA, bool TransB, class A>
+void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+  const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
+  if (large && blas_gemm<TransA, TransB>(a, b, c, m, n, k)) return;
+  // A tiny result (per-component 2x2 blocks of a long contraction) costs more to pack for the
+  // blocked kernel than to compute coefficient by coefficient.
+  if (!large && m <= 4 && n <= 4) {
+    Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
+    return;
+  }
+  ProductThreads threads(large ? num_threads() : 1);
+  Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k) * rhs_matrix<TransB>(b, k, n);
+}
+
 /// c[b] = lhs[b] * rhs[b] for every batch b; blocks are contiguous and k >= 1.
 template <bool TransA, bool TransB, class A>
 void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int64_t n, int64_t k) {
@@ -46,12 +154,16 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
     A* ci = c + i * m * n;
     if (m == 1 && n == 1) {  // vector . vector (both blocks are plain k-vectors)
       ci[0] = Eigen::Map<const ColVec<A>>(ai, k).dot(Eigen::Map<const ColVec<A>>(bi, k));
-    } else if (n == 1) {  // matrix * vector: GEMV
-      Eigen::Map<ColVec<A>>(ci, m).noalias() = lhs_matrix<TransA>(ai, m, k) * Eigen::Map<const ColVec<A>>(bi, k);
-    } else if (m == 1) {  // vector * matrix: GEMV on the transposed problem
-      Eigen::Map<RowVec<A>>(ci, n).noalias() = Eigen::Map<const RowVec<A>>(ai, k) * rhs_matrix<TransB>(bi, k, n);
-    } else {  // GEMM
-      Eigen::Map<RowMajorMat<A>>(ci, m, n).noalias() = lhs_matrix<TransA>(ai, m, k) * rhs_matrix<TransB>(bi, k, n);
+    } else if (n == 1) {  // matrix * vector: GEMV (the lhs is stored m x k, or k x m when TransA)
+      if (!blas_gemv(TransA, ai, TransA ? k : m, TransA ? m : k, bi, ci))
+        Eigen::Map<ColVec<A>>(ci, m).noalias() = lhs_matrix<TransA>(ai, m, k) * Eigen::Map<const ColVec<A>>(bi, k);
+    } else if (k == 1) {  // outer product (per-example gradients of vmap(grad)): no packing
+      Eigen::Map<RowMajorMat<A>>(ci, m, n).noalias() = Eigen::Map<const ColVec<A>>(ai, m) * Eigen::Map<const RowVec<A>>(bi, n);
+    } else if (m == 1) {  // vector * matrix: c = op(b)^T a (the rhs is stored k x n, or n x k when TransB)
+      if (!blas_gemv(!TransB, bi, TransB ? n : k, TransB ? k : n, ai, ci))
+        Eigen::Map<RowVec<A>>(ci, n).noalias() = Eigen::Map<const RowVec<A>>(ai, k) * rhs_matrix<TransB>(bi, k, n);
+    } else {
+      gemm<TransA, TransB>(ai, bi, ci, m, n, k);
     }
   }
 }

@@ -24,6 +24,11 @@ inline std::ostream& operator<<(std::ostream& os, Device d) {
   return os << "cuda:" << d.index;
 }
 
+/// Threads that large CPU kernels (GEMM) use: set_num_threads, else $FLUXION_NUM_THREADS, else all cores.
+int num_threads();
+/// Sets the threads of large CPU kernels (Eigen's OpenMP GEMM and OpenBLAS); n <= 0 restores the default.
+void set_num_threads(int n);
+
 /// Which kernel table runs an op: the naive reference loops, the CPU (Eigen) kernels, or CUDA.
 enum class Backend : uint8_t { reference = 0, cpu = 1, cuda = 2 };
 inline constexpr int kNumBackends = 3;

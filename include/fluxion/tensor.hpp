@@ -117,6 +117,8 @@ class Tensor {
 Tensor empty(const AbstractValue& aval, Device device = Device::cpu());
 /// A concrete array sharing `base`'s buffer with a new aval of the same byte size (reshape views).
 Tensor make_view(const Tensor& base, const AbstractValue& aval);
+/// Frees the CPU memory kept cached for reuse by freed tensor buffers; returns the bytes freed.
+int64_t release_cached_memory();
 
 // ---- creation (concrete arrays; under tracing they become constants) ----
 /// Copies `values` into a new tensor of `shape` with the element type of T.
