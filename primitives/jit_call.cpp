@@ -232,9 +232,22 @@ const Caches::PartialEval& partial_eval_for(const JitCallParams& call, const std
 
 // Under linearize: the known part runs now (one jit_call under the parent), the rest is staged
 // as a jit_call taking the residuals.
+/// True when some equation of `j` has its own partial-evaluation rule (control flow, nested
+/// jit_call): partial_eval_jaxpr would stage it whole, so such Jaxprs are replayed instead.
+bool has_partial_eval_rules(const Jaxpr& j) {
+  for (const Equation& e : j.equations)
+    if (e.primitive->partial_eval) return true;
+  return false;
+}
+
 std::vector<Tensor> partial_eval_rule(const Primitive& self, StageInterpreter& stage, const std::vector<Tensor>& inputs,
                                       const std::vector<bool>& known, const Params& params) {
   const auto& call = params.as<JitCallParams>();
+  if (has_partial_eval_rules(call.jaxpr())) {
+    // Replayed under the staging interpreter: each equation is split by its own rule.
+    InterpreterScope scope(stage);
+    return eval_jaxpr(call.jaxpr(), inputs);
+  }
   const Caches::PartialEval& d = partial_eval_for(call, known);
   std::vector<Tensor> known_in, unknown_in;
   for (size_t i = 0; i < inputs.size(); ++i) (known[i] ? known_in : unknown_in).push_back(inputs[i]);
@@ -281,20 +294,26 @@ void transpose_rule(const Primitive& self, const std::vector<Tensor>& cts_out, c
       std::vector<Tensor> result;
       {
         InterpreterScope scope(st);
-        PartialEvalSplit split = partial_eval_jaxpr(sub, linear);
-        std::vector<Tensor> known_out = eval_jaxpr(split.known, known_in);
-        Jaxpr lin = std::move(split.unknown);
-        // Residual inputs become constants: transpose_jaxpr treats constants as known values.
-        const size_t n_known = known_out.size() - split.num_residuals;
-        for (size_t r = 0; r < split.num_residuals; ++r) {
-          lin.constvars.push_back(lin.invars[r]);
-          lin.consts.push_back(known_out[n_known + r]);
+        // Linearize the sub-Jaxpr in its linear inputs: replayed under a partial-evaluation stage
+        // whose parent is `st`, the known part is recorded into the transposed Jaxpr (each
+        // equation split by its own rule) and the linear part into `lin`, whose constants are
+        // the residuals. Known outputs are constants of `lin`: their cotangents are ignored.
+        StageInterpreter pe("jit", /*forward_known=*/true);
+        // Linear inputs are undefined: their device is that of any defined value (CPU if none).
+        Device device = Device::cpu();
+        for (const Tensor& t : inputs) if (t.defined()) device = t.device();
+        for (const Tensor& t : cts_out) if (t.defined()) device = t.device();
+        std::vector<Tensor> mixed;
+        size_t k = 0;
+        for (size_t i = 0; i < inputs.size(); ++i)
+          mixed.push_back(linear[i] ? pe.new_input(in_avals[i], device) : known_in[k++]);
+        std::vector<Tensor> outs;
+        {
+          InterpreterScope pe_scope(pe);
+          outs = eval_jaxpr(sub, mixed);
         }
-        lin.invars.erase(lin.invars.begin(), lin.invars.begin() + static_cast<std::ptrdiff_t>(split.num_residuals));
-        std::vector<Tensor> lin_cts;
-        for (size_t k = 0; k < split.out_known.size(); ++k)
-          if (!split.out_known[k]) lin_cts.push_back(ct_in[k]);
-        result = transpose_jaxpr(lin, lin_cts, "vjp");
+        Jaxpr lin = pe.finish(outs);
+        result = transpose_jaxpr(lin, ct_in, "vjp");
       }
       transposed = derived(st.finish(result), call.name() + "_transpose");
       c.transpose.emplace(key, transposed);
@@ -329,7 +348,10 @@ const Primitive& jit_call_p() {
 }
 
 namespace primitives {
-void register_control_flow(std::vector<const Primitive*>& list) { list.push_back(&jit_call_p()); }
+void register_control_flow(std::vector<const Primitive*>& list) {
+  list.push_back(&jit_call_p());
+  register_loops(list);
+}
 }  // namespace primitives
 
 }  // namespace fluxion

@@ -14,4 +14,5 @@ void register_reduction(std::vector<const Primitive*>& list);
 void register_dot_general(std::vector<const Primitive*>& list);
 void register_indexing(std::vector<const Primitive*>& list);
 void register_control_flow(std::vector<const Primitive*>& list);  // jit_call, cond, loops
+void register_loops(std::vector<const Primitive*>& list);  // cond, while, scan (control_flow.cpp)
 }  // namespace fluxion::primitives

@@ -5,6 +5,7 @@
 /// translation unit (or the first notebook cell) to compile the implementation into it.
 #pragma once
 
+#include "fluxion/control_flow.hpp"
 #include "fluxion/cuda.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"

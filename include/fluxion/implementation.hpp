@@ -2,6 +2,7 @@
 /// translation unit only. Every implementation file keeps its helpers in a named namespace so
 /// that they can share this one translation unit.
 #pragma once
+#include "src/allocator.cpp"
 #include "src/cuda_stub.cpp"
 #include "src/device_put.cpp"
 #include "src/dtype_shape.cpp"
@@ -9,6 +10,7 @@
 #include "src/jit.cpp"
 #include "src/params.cpp"
 #include "src/tensor.cpp"
+#include "src/threads.cpp"
 #include "transforms/eval.cpp"
 #include "transforms/eval_jaxpr.cpp"
 #include "transforms/stage.cpp"
@@ -37,6 +39,10 @@
 #include "primitives/reduction.cpp"
 #include "primitives/dot_general.cpp"
 #include "primitives/jit_call.cpp"
+#include "primitives/control_flow.cpp"
+#include "primitives/cond.cpp"
+#include "primitives/while_loop.cpp"
+#include "primitives/scan.cpp"
 #include "src/ops.cpp"
 #include "src/ops_linalg.cpp"
 #include "src/ops_reduce.cpp"

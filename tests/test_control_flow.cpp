@@ -1,0 +1,179 @@
+// Control flow in use: an RK4 pendulum differentiated through scan, reverse mode through a bounded
+// while_loop, vmap of cond and while_loop with per-lane trip counts, jit of each, and rollback
+// after a throw during tracing.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "samples.hpp"
+
+namespace fx = fluxion;
+using fx::Tensor;
+
+namespace {
+
+double num(const Tensor& t) { return t.item<double>(); }
+
+// Damped pendulum theta'' = -(g/l) sin(theta) - c theta'; params = (g/l, c).
+Tensor pendulum_final(const Tensor& params, int steps, double dt) {
+  auto rhs = [params](const Tensor& s) {
+    Tensor th = fx::slice(s, {0}, {1}), om = fx::slice(s, {1}, {2});
+    Tensor k = fx::slice(params, {0}, {1}), c = fx::slice(params, {1}, {2});
+    return fx::concatenate({om, -k * fx::sin(th) - c * om}, 0);
+  };
+  auto step = [rhs, dt](const Tensor& s, const Tensor&) {
+    Tensor k1 = rhs(s), k2 = rhs(s + k1 * (dt / 2)), k3 = rhs(s + k2 * (dt / 2)), k4 = rhs(s + k3 * dt);
+    Tensor next = s + (k1 + k2 * 2.0 + k3 * 2.0 + k4) * (dt / 6);
+    return std::make_pair(next, fx::sum(next));
+  };
+  Tensor s0 = fx::tensor<double>({1.0, 0.0});
+  return fx::scan(step, s0, fx::zeros({steps}, fx::f64)).first;
+}
+
+Tensor pendulum_loss(const Tensor& params) {
+  Tensor s = pendulum_final(params, 50, 0.05);
+  return fx::sum(s * s);
+}
+
+}  // namespace
+
+TEST_CASE("scan: gradient of an RK4 damped pendulum's final state matches central differences") {
+  Tensor p = fx::tensor<double>({9.81, 0.3});
+  Tensor g = fx::grad(pendulum_loss)(p);
+  std::vector<double> gv = g.to_vector<double>();
+  for (int i = 0; i < 2; ++i) {
+    std::vector<double> e{0.0, 0.0};
+    e[static_cast<size_t>(i)] = 1e-6;
+    Tensor d = fx::tensor<double>({e[0], e[1]});
+    double fd = (num(pendulum_loss(p + d)) - num(pendulum_loss(p - d))) / 2e-6;
+    CHECK(std::fabs(gv[static_cast<size_t>(i)] - fd) <= 1e-6 + 1e-5 * std::fabs(fd));
+  }
+  // Forward mode agrees, and so does the jit'd gradient.
+  Tensor t = fx::tensor<double>({1.0, 0.0});
+  CHECK(std::fabs(num(fx::jvp(pendulum_loss, std::make_tuple(p), std::make_tuple(t)).second) - gv[0]) < 1e-9);
+  auto jg = fx::jit([](const Tensor& q) { return fx::grad(pendulum_loss)(q); });
+  CHECK(fx::testing::compare_tensors(jg(p), g).empty());
+}
+
+TEST_CASE("while_loop: reverse mode with max_steps; a clear error without") {
+  // x -> x * 1.5 until it exceeds 10 (3 steps from 2): d/dx = 1.5^3.
+  auto f = [](const Tensor& x, fx::MaxSteps steps) {
+    return fx::while_loop([](const Tensor& v) { return v < 10.0; }, [](const Tensor& v) { return v * 1.5 + fx::sin(v) * 0.0; }, x,
+                          steps);
+  };
+  Tensor x = fx::scalar<double>(2.0);
+  Tensor g = fx::grad([&](const Tensor& v) { return f(v, fx::max_steps(8)); })(x);
+  CHECK(num(g) == doctest::Approx(std::pow(1.5, 4)).epsilon(1e-12));  // 2 -> 3 -> 4.5 -> 6.75 -> 10.125
+  Tensor fwd = fx::jvp([&](const Tensor& v) { return f(v, fx::MaxSteps{}); }, std::make_tuple(x), std::make_tuple(fx::scalar<double>(1.0))).second;
+  CHECK(num(fwd) == doctest::Approx(std::pow(1.5, 4)).epsilon(1e-12));
+  try {
+    fx::grad([&](const Tensor& v) { return f(v, fx::MaxSteps{}); })(x);
+    FAIL("expected NotImplementedError");
+  } catch (const fx::NotImplementedError& e) {
+    CHECK(std::string(e.what()).find("fx::max_steps(n)") != std::string::npos);
+  }
+  CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
+  // A gradient through a loop state that depends on a closed-over parameter.
+  auto h = [](const Tensor& a) {
+    auto st = fx::while_loop([](const std::pair<Tensor, Tensor>& s) { return s.first < 4.0; },
+                             [a](const std::pair<Tensor, Tensor>& s) { return std::make_pair(s.first + 1.0, s.second * a); },
+                             std::make_pair(fx::scalar<double>(0.0), fx::scalar<double>(1.0)), fx::max_steps(10));
+    return st.second;  // a^4
+  };
+  CHECK(num(fx::grad(h)(fx::scalar<double>(1.3))) == doctest::Approx(4 * std::pow(1.3, 3)).epsilon(1e-12));
+}
+
+TEST_CASE("vmap: cond with a batched predicate and while_loop with per-lane trip counts equal a loop") {
+  auto piecewise = [](const Tensor& x) {
+    return fx::cond(x > 0.0, [](const Tensor& v) { return fx::sqrt(v); }, [](const Tensor& v) { return v * v; }, x);
+  };
+  Tensor xs = fx::tensor<double>({-2.0, 4.0, 0.5, -0.5});
+  Tensor got = fx::vmap(piecewise)(xs);
+  std::vector<double> want;
+  for (double v : xs.to_vector<double>()) want.push_back(v > 0 ? std::sqrt(v) : v * v);
+  CHECK(fx::testing::compare_tensors(got, fx::from_vector(want)).empty());
+
+  auto collatz_steps = [](const Tensor& n) {
+    auto st = fx::while_loop([](const std::pair<Tensor, Tensor>& s) { return s.first > 1; },
+                             [](const std::pair<Tensor, Tensor>& s) {
+                               Tensor even = fx::remainder(s.first, fx::scalar<int32_t>(2)) == 0;
+                               return std::make_pair(fx::astype(fx::where(even, s.first / 2, s.first * 3 + 1), fx::i32), s.second + 1);
+                             },
+                             std::make_pair(n, fx::scalar<int32_t>(0)));
+    return st.second;
+  };
+  Tensor ns = fx::tensor<int32_t>({1, 6, 7, 27});
+  Tensor steps = fx::vmap(collatz_steps)(ns);
+  std::vector<int32_t> want_steps;
+  for (int32_t n : ns.to_vector<int32_t>()) want_steps.push_back(collatz_steps(fx::scalar<int32_t>(n)).item<int32_t>());
+  CHECK(steps.to_vector<int32_t>() == want_steps);
+  CHECK(want_steps == std::vector<int32_t>{0, 8, 16, 111});
+  // jit of the vmapped loop, and make_jaxpr shows the primitives.
+  CHECK(fx::jit(fx::vmap(collatz_steps))(ns).to_vector<int32_t>() == want_steps);
+  std::ostringstream text;
+  text << fx::make_jaxpr(piecewise)(fx::scalar<double>(1.0));
+  CHECK(text.str().find("cond[") != std::string::npos);
+}
+
+TEST_CASE("jit: cond, while_loop, scan and fori_loop; grad of jit and jit of grad") {
+  auto f = [](const Tensor& x) {
+    Tensor y = fx::cond(fx::sum(x) > 0.0, [](const Tensor& v) { return fx::sin(v); }, [](const Tensor& v) { return fx::cos(v); }, x);
+    Tensor z = fx::fori_loop(0, 3, [](const Tensor& i, const Tensor& c) { return c * 0.5 + fx::astype(i, fx::f64); }, y);
+    auto [c, ys] = fx::scan([](const Tensor& c, const Tensor& v) { return std::make_pair(c + v * c, fx::tanh(c)); },
+                            fx::scalar<double>(1.0), z);
+    Tensor w = fx::while_loop([](const Tensor& v) { return fx::sum(v) < 5.0; }, [](const Tensor& v) { return v * 1.3 + 0.1; }, z,
+                              fx::max_steps(20));
+    return fx::sum(ys) + c + fx::sum(w);
+  };
+  Tensor x = fx::tensor<double>({0.3, -0.1, 0.7});
+  auto jf = fx::jit(f);
+  CHECK(fx::testing::compare_tensors(jf(x), f(x)).empty());
+  Tensor g = fx::grad(f)(x);
+  // grad of jit: jit_call's partial evaluation and transpose split each loop with its own rule.
+  CHECK(fx::testing::compare_tensors(fx::grad(fx::jit(f))(x), g).empty());
+  CHECK(fx::testing::compare_tensors(fx::hessian(fx::jit(f))(x), fx::hessian(f)(x)).empty());
+  auto no_loops = [](const Tensor& v) {
+    return fx::sum(fx::cond(fx::sum(v) > 0.0, [](const Tensor& u) { return fx::sin(u); }, [](const Tensor& u) { return fx::cos(u); }, v));
+  };
+  CHECK(fx::testing::compare_tensors(fx::grad(fx::jit(no_loops))(x), fx::grad(no_loops)(x)).empty());
+  CHECK(fx::testing::compare_tensors(fx::jit(fx::grad(f))(x), g).empty());
+  // Finite differences of the composite.
+  for (int i = 0; i < 3; ++i) {
+    std::vector<double> e(3, 0.0);
+    e[static_cast<size_t>(i)] = 1e-6;
+    Tensor d = fx::from_vector(e);
+    double fd = (num(f(x + d)) - num(f(x - d))) / 2e-6;
+    CHECK(std::fabs(g.to_vector<double>()[static_cast<size_t>(i)] - fd) <= 1e-6 + 1e-5 * std::fabs(fd));
+  }
+  // fori_loop with traced bounds lowers to while_loop.
+  auto tri = fx::jit([](const Tensor& n) {
+    return fx::fori_loop(fx::scalar<int32_t>(0), n, [](const Tensor& i, const Tensor& c) { return c + i; }, fx::scalar<int32_t>(0));
+  });
+  CHECK(tri(fx::scalar<int32_t>(5)).item<int32_t>() == 10);
+}
+
+TEST_CASE("control flow: a throw inside a branch or loop body during tracing leaves no broken state") {
+  bool fail = true;
+  auto f = [&fail](const Tensor& x) {
+    Tensor a = fx::cond(x > 0.0, [&fail](const Tensor& v) {
+      if (fail) throw std::runtime_error("boom");
+      return v * 2.0;
+    }, [](const Tensor& v) { return -v; }, x);
+    return fx::scan([&fail](const Tensor& c, const Tensor& v) {
+      if (fail) throw std::runtime_error("boom");
+      return std::make_pair(c + v, c);
+    }, a, fx::ones({3}, fx::f64)).first;
+  };
+  auto jf = fx::jit(f);
+  CHECK_THROWS_AS(jf(fx::scalar<double>(1.0)), std::runtime_error);
+  CHECK_THROWS_AS(fx::grad(f)(fx::scalar<double>(1.0)), std::runtime_error);
+  CHECK_THROWS_AS(fx::while_loop([](const Tensor& v) -> Tensor { throw std::runtime_error("cond"); },
+                                 [](const Tensor& v) { return v; }, fx::scalar<double>(1.0)),
+                  std::runtime_error);
+  CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
+  fail = false;
+  CHECK(num(jf(fx::scalar<double>(1.0))) == doctest::Approx(2.0 + 3.0));
+  CHECK(num(fx::grad(f)(fx::scalar<double>(1.0))) == doctest::Approx(2.0));
+  CHECK(jf.cache_size() == 1);
+}
