@@ -10,6 +10,7 @@
 
 #include "transforms/fusion.hpp"
 #include "transforms/passes.hpp"
+#include "transforms/simplify.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -32,9 +33,10 @@ enum class Kind : uint8_t {
   dynamic_view,  // the bytes of an argument or output, reinterpreted (made per call)
 };
 
+/// Threads a large fused group may use (fluxion::num_threads; 1 without OpenMP).
 int max_threads() {
 #ifdef _OPENMP
-  return omp_get_max_threads();
+  return std::max(1, num_threads());
 #else
   return 1;
 #endif
@@ -58,6 +60,10 @@ struct FusedOperand {
 constexpr int kMaxFusedInputs = 4;
 
 struct FusedMember {
+  // A broadcast_in_dim member fills its block from its operand (inputs[0]) by index mapping:
+  // output dims `bdims` (coalesced, at most 8) read the operand with element strides `bsrc`.
+  bool broadcast = false;
+  std::vector<int64_t> bdims, bsrc;
   BlockKernel block = nullptr;
   DType in_dtype = f32;
   int num_inputs = 0;
@@ -174,6 +180,35 @@ void assign_buffers(const Jaxpr& j, Executable::Plan& plan, const std::vector<st
   }
 }
 
+/// The operand strides of a broadcast_in_dim, per output dim (0 where broadcast), with size-1
+/// dims dropped and neighbours that stay contiguous merged.
+void broadcast_layout(const Jaxpr& j, const Equation& e, std::vector<int64_t>& dims, std::vector<int64_t>& src) {
+  const Shape& in = j.aval_of(e.inputs[0]).shape;
+  const Shape& out = j.avals[e.outputs[0]].shape;
+  const std::vector<int64_t> bd = passes::simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  const std::vector<int64_t> in_strides = in.strides();
+  std::vector<int64_t> strides(static_cast<size_t>(out.size()), 0);
+  for (size_t i = 0; i < bd.size(); ++i)
+    if (in[static_cast<int64_t>(i)] != 1) strides[static_cast<size_t>(bd[i])] = in_strides[i];
+  dims.clear();
+  src.clear();
+  for (int64_t d = 0; d < out.size(); ++d) {
+    const int64_t n = out[d], st = strides[static_cast<size_t>(d)];
+    if (n == 1) continue;
+    if (!dims.empty() && src.back() == st * n) {
+      dims.back() *= n;
+      src.back() = st;
+      continue;
+    }
+    dims.push_back(n);
+    src.push_back(st);
+  }
+  if (dims.empty()) {
+    dims.push_back(1);
+    src.push_back(0);
+  }
+}
+
 /// Builds the fused step of equations `group` (all fusible, one output shape).
 Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside) {
   Step step;
@@ -202,6 +237,10 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     FusedMember member;
     member.block = e.primitive->block;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
+    if (is_fusible_broadcast(j, e)) {
+      member.broadcast = true;
+      broadcast_layout(j, e, member.bdims, member.bsrc);
+    }
     for (const Atom& a : e.inputs) {
       FusedOperand op;
       const AbstractValue& av = j.aval_of(a);
@@ -417,6 +456,8 @@ void Executable::release(std::unique_ptr<State> s) const {
 
 namespace executor_detail {
 
+void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len);
+
 /// Runs members of a fused step over blocks [b0, b1) with `scratch` (slots x kBlock elements).
 void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int64_t b0, int64_t b1) {
   const void* in_ptrs[kMaxFusedInputs];
@@ -431,9 +472,62 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int
       }
     };
     for (const FusedMember& m : step.members) {
+      if (m.broadcast) {  // the operand is external: its base pointer, not offset by the block
+        run_broadcast(m, ptr(m.output), bases[m.inputs[0].index], start, len);
+        continue;
+      }
       for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
       m.block(m.in_dtype, in_ptrs, m.scalar, ptr(m.output), len);
     }
+  }
+}
+
+/// Elements [start, start + len) of a broadcast member's output, S bytes each.
+template <int S>
+void broadcast_block(char* out, const char* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                     int64_t start, int64_t len) {
+  const int nd = static_cast<int>(dims.size());
+  int64_t idx[8];
+  int64_t soff = 0, rem = start;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % dims[static_cast<size_t>(d)];
+    rem /= dims[static_cast<size_t>(d)];
+    soff += idx[d] * strides[static_cast<size_t>(d)];
+  }
+  const int64_t inner = dims.back(), step = strides.back();
+  for (int64_t done = 0; done < len;) {
+    const int64_t run = std::min(inner - idx[nd - 1], len - done);
+    char* o = out + done * S;
+    if (step == 1) {
+      std::memcpy(o, src + soff * S, static_cast<size_t>(run) * S);
+    } else if (step == 0) {
+      char v[S];
+      std::memcpy(v, src + soff * S, S);
+      for (int64_t i = 0; i < run; ++i) std::memcpy(o + i * S, v, S);
+    } else {
+      for (int64_t i = 0; i < run; ++i) std::memcpy(o + i * S, src + (soff + i * step) * S, S);
+    }
+    done += run;
+    idx[nd - 1] += run;
+    soff += run * step;
+    if (idx[nd - 1] < inner) continue;
+    soff -= inner * step;
+    idx[nd - 1] = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      soff += strides[static_cast<size_t>(d)];
+      if (++idx[d] < dims[static_cast<size_t>(d)]) break;
+      soff -= dims[static_cast<size_t>(d)] * strides[static_cast<size_t>(d)];
+      idx[d] = 0;
+    }
+  }
+}
+
+void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len) {
+  switch (m.output.itemsize) {
+    case 1: broadcast_block<1>(out, src, m.bdims, m.bsrc, start, len); break;
+    case 2: broadcast_block<2>(out, src, m.bdims, m.bsrc, start, len); break;
+    case 4: broadcast_block<4>(out, src, m.bdims, m.bsrc, start, len); break;
+    default: broadcast_block<8>(out, src, m.bdims, m.bsrc, start, len); break;
   }
 }
 
@@ -494,8 +588,9 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
         const int64_t blocks = (step.n + kBlock - 1) / kBlock;
         const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
 #ifdef _OPENMP
-        if (step.n >= executor_detail::kParallelElements && omp_get_max_threads() > 1) {
-#pragma omp parallel
+        const int threads = std::min<int>(executor_detail::max_threads(), static_cast<int>(s.scratch.size() / std::max<int64_t>(per_thread, 1)));
+        if (step.n >= executor_detail::kParallelElements && threads > 1) {
+#pragma omp parallel num_threads(threads)
           {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
             const int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;

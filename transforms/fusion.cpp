@@ -6,8 +6,18 @@
 
 namespace fluxion {
 
+bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e) {
+  // broadcast_in_dim feeding elementwise members is computed per block from its operand, so the
+  // broadcast array is never materialised (bias adds, softmax, rank-1 scalings).
+  static const Primitive* broadcast = find_primitive("broadcast_in_dim");
+  if (e.primitive != broadcast || e.inputs[0].is_literal()) return false;
+  const Shape& out = jaxpr.avals[e.outputs[0]].shape;
+  return out.num_elements() > 0 && out.size() <= 8 && jaxpr.aval_of(e.inputs[0]).shape.size() > 0;
+}
+
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
   const Primitive& p = *e.primitive;
+  if (backend == Backend::cpu && is_fusible_broadcast(jaxpr, e)) return true;
   if (backend != Backend::cpu || !p.traits.elementwise || p.traits.view || !p.block) return false;
   if (e.outputs.size() != 1 || e.inputs.size() > 4) return false;  // 4: the executor's kMaxFusedInputs
   const Shape& out = jaxpr.avals[e.outputs[0]].shape;

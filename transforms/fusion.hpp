@@ -13,6 +13,10 @@ namespace fluxion {
 /// after its inputs, and every equation reading a group's value runs after the group.
 std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend backend);
 
+/// True when `e` is a broadcast_in_dim of a non-scalar variable (a fused group computes it per
+/// block from the operand instead of materialising it).
+bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e);
+
 /// True when equation `e` may join a fused group on `backend`.
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend);
 

@@ -111,10 +111,32 @@ Result transpose_through_elementwise(Sweep& s, const Equation& e, const Axes& q,
   });
 }
 
+// transpose(dot_general(a, b), q) where q swaps the lhs-free and rhs-free dims (keeping batch
+// dims first) is dot_general(b, a): the product writes the transposed layout directly instead of
+// a strided copy after it (per-example outer products of vmap(grad) end this way).
+Result transpose_of_product(Sweep& s, const Equation& e, const Axes& perm, const AbstractValue& out) {
+  const Equation* dot = s.produced_by(e.inputs[0], prims().dot_general);
+  if (!dot || s.uses(e.inputs[0]) != 1) return std::nullopt;
+  const AxisPair contract = simplify_detail::axis_pair_param(*dot->params, "contract");
+  const AxisPair batch = simplify_detail::axis_pair_param(*dot->params, "batch");
+  const int64_t nb = static_cast<int64_t>(batch.first.size());
+  const int64_t nlf = s.aval(dot->inputs[0]).ndim() - nb - static_cast<int64_t>(contract.first.size());
+  const int64_t nrf = s.aval(dot->inputs[1]).ndim() - nb - static_cast<int64_t>(contract.second.size());
+  Axes swapped;
+  for (int64_t k = 0; k < nb; ++k) swapped.push_back(k);
+  for (int64_t k = 0; k < nrf; ++k) swapped.push_back(nb + nlf + k);
+  for (int64_t k = 0; k < nlf; ++k) swapped.push_back(nb + k);
+  if (perm != swapped) return std::nullopt;
+  return s.emit(out, {dot->inputs[1], dot->inputs[0]}, [&](const std::vector<Tensor>& xs) {
+    return lax::dot_general(xs[0], xs[1], AxisPair{contract.second, contract.first}, AxisPair{batch.second, batch.first});
+  });
+}
+
 // transpose(transpose(x, p1), p2) = transpose(x, c) with c[k] = p1[p2[k]]; identity c -> x.
 Result transpose_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
   const Axes perm = simplify_detail::int_list_param(*e.params, "permutation");
   if (is_identity_permutation(perm)) return e.inputs[0];
+  if (Result r = transpose_of_product(s, e, perm, out)) return r;
   const Equation* inner = s.produced_by(e.inputs[0], prims().transpose);
   if (!inner) return transpose_through_elementwise(s, e, perm, out);
   const Axes first = simplify_detail::int_list_param(*inner->params, "permutation");
