@@ -1,0 +1,234 @@
+"""Shared parts of the side-by-side comparison (bench/compare, compare_jax.py, compare_torch.py).
+
+- WORKLOADS: the catalogue of workloads and sizes, the same as bench/bench_workloads*.cpp (case
+  names W<k>/<impl>/<size>); `quick` marks the sizes run by `bench/compare --quick`.
+- Inputs: the counter-based generator of bench/workloads.hpp reproduced with numpy, so every
+  framework sees the same numbers (to rounding) and results can be cross-checked by their sum of
+  absolute values ("l1").
+- measure(): first call (trace + compile for jit'd functions) timed apart, then repetitions of a
+  calibrated number of calls; medians of wall and process-CPU time per call.
+
+Only the standard library is imported at module level: bench/compare imports this file with the
+system Python, the framework scripts with bench/.venv's.
+"""
+import json
+import math
+import statistics
+import sys
+import time
+
+# workload -> list of (kind, size, quick). kind "grad" is the transformed function (the row compared
+# with JAX and PyTorch), "fn" the function alone (for grad/function ratios).
+WORKLOADS = {
+    "W1": [(k, f"N={n}", n <= 65536) for n in (4096, 65536, 1 << 24) for k in ("grad", "fn")],
+    "W2": [(k, f"batch={b}", b <= 256) for b in (32, 256, 1024) for k in ("grad", "fn")],
+    "W3": [("grad", f"batch={b}", b == 64) for b in (64, 256)],
+    "W4": [("grad", "d=1000,N=1000", True)],
+    "W5": [("grad", "logreg:d=1000,N=1000", True), ("grad", "mlp:batch=256", True)],
+    "W6": [("grad", f"{mode}:m={m},n={n}", m * n < 1024 * 1024)
+           for (m, n) in ((2048, 32), (32, 2048), (1024, 1024)) for mode in ("jacfwd", "jacrev", "jacobian")],
+    "W7": [("grad", "grad_sin:scalar", True), ("grad", "rosenbrock_hessian:d=2", True),
+           ("grad", "rosenbrock_hessian:d=10", True)],
+    "W8": [(k, f"d={d},K={K}", d <= 10 and K <= 25) for d in (2, 10, 32, 64) for K in (5, 25, 100)
+           for k in ("grad", "fn")],
+}
+
+LABELS = {
+    ("W1", "grad"): "W1 grad elementwise",
+    ("W1", "fn"): "W1 function",
+    ("W2", "grad"): "W2 MLP value_and_grad",
+    ("W2", "fn"): "W2 MLP loss",
+    ("W3", "grad"): "W3 per-sample grads",
+    ("W4", "grad"): "W4 logreg hessian",
+    ("W5", "grad"): "W5 hvp",
+    ("W6", "grad"): "W6 jacobian",
+    ("W7", "grad"): "W7 tiny",
+    ("W8", "grad"): "W8 GMM gradient",
+    ("W8", "fn"): "W8 GMM objective",
+}
+
+F64_WORKLOADS = {"W4", "W8"}  # and W5's logreg case
+
+
+def selected(only=None, quick=False):
+    """[(workload, kind, size)] in catalogue order."""
+    out = []
+    for w, cases in WORKLOADS.items():
+        if only and w not in only:
+            continue
+        for kind, size, q in cases:
+            if quick and not q:
+                continue
+            out.append((w, kind, size))
+    return out
+
+
+def parse_common_args(argv, description):
+    import argparse
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--only", default="", help="comma-separated workloads, e.g. W1,W7")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repetition (at least one call)")
+    ap.add_argument("--out", default="-")
+    args = ap.parse_args(argv)
+    args.only = [w.strip() for w in args.only.split(",") if w.strip()]
+    return args
+
+
+# ---------------------------------------------------------------- inputs (numpy)
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+
+
+def uniform01(seed, count):
+    import numpy as np
+    with np.errstate(over="ignore"):
+        j = np.arange(count, dtype=np.uint64)
+        z = np.uint64((seed << 32) & 0xFFFFFFFFFFFFFFFF) + (j + np.uint64(1)) * np.uint64(_GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(_M1)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(_M2)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+
+def normal_values(n, seed, scale=1.0):
+    import numpy as np
+    u = uniform01(seed, 2 * n)
+    return scale * np.sqrt(-2.0 * np.log(1.0 - u[0::2])) * np.cos(6.283185307179586 * u[1::2])
+
+
+def uniform_values(n, seed, lo, hi):
+    return lo + (hi - lo) * uniform01(seed, n)
+
+
+def mlp_params(sizes, seed):
+    """[(W [in, out], b [out])] as float64 numpy arrays, as EigenMlp(sizes, seed)."""
+    out = []
+    for l in range(len(sizes) - 1):
+        w = normal_values(sizes[l] * sizes[l + 1], seed + 17 * l, math.sqrt(2.0 / sizes[l])).reshape(sizes[l], sizes[l + 1])
+        b = normal_values(sizes[l + 1], seed + 17 * l + 5, 0.1)
+        out.append((w, b))
+    return out
+
+
+def mlp_batch(sizes, batch):
+    """(params, x [batch, in], onehot [batch, classes]) in float64, as MlpBatch."""
+    import numpy as np
+    params = mlp_params(sizes, 2002)
+    x = normal_values(batch * sizes[0], 3003, 1.0).reshape(batch, sizes[0])
+    labels = (7 * np.arange(batch) + 3) % sizes[-1]
+    onehot = np.zeros((batch, sizes[-1]))
+    onehot[np.arange(batch), labels] = 1.0
+    return params, x, onehot
+
+
+def logreg_data(d=1000, n=1000):
+    import numpy as np
+    X = normal_values(n * d, 4004, 1.0).reshape(n, d)
+    w = normal_values(d, 4005, 1.0 / math.sqrt(d))
+    v = normal_values(d, 4006, 1.0)
+    y = np.where((np.arange(n) * 5 + 1) % 3 == 0, -1.0, 1.0)
+    return w, v, X, y
+
+
+LOGREG_LAMBDA = 1e-2
+
+
+def layer_data(m, n):
+    W = normal_values(m * n, 6006, 1.0 / math.sqrt(n)).reshape(m, n)
+    x = normal_values(n, 6007, 1.0)
+    b = normal_values(m, 6008, 0.1)
+    return x, W, b
+
+
+def rosen_point(d):
+    import numpy as np
+    return 1.2 - 0.15 * np.arange(d, dtype=np.float64)
+
+
+def gmm_data(d, K, n=1000):
+    import numpy as np
+    seed = 7000 + 100 * d + K
+    tri = d * (d + 1) // 2
+    alphas = normal_values(K, seed, 1.0)
+    means = uniform_values(K * d, seed + 1, 0.0, 1.0).reshape(K, d)
+    icf = normal_values(K * tri, seed + 2, 1.0).reshape(K, tri)
+    x = normal_values(n * d, seed + 3, 1.0).reshape(n, d)
+    idx = np.zeros((d, d), dtype=np.int64)
+    pos = 1
+    for j in range(d):
+        for i in range(j + 1, d):
+            idx[i, j] = pos
+            pos += 1
+    return alphas, means, icf, x, idx
+
+
+def gmm_constant(d, K, n):
+    """-n d/2 log(2 pi) - K C with the Wishart prior gamma = 1, m = 0 (as the C++ suite)."""
+    gamma, m = 1.0, 0
+    np_ = d + m + 1
+    lg = 0.25 * d * (d - 1) * math.log(math.pi) + sum(math.lgamma(0.5 * np_ + 0.5 * (1 - j)) for j in range(1, d + 1))
+    C = np_ * d * (math.log(gamma) - 0.5 * math.log(2.0)) - lg
+    return -n * d * 0.5 * math.log(2 * math.pi) - K * C
+
+
+def parse_size(size):
+    """'mode:m=2048,n=32' -> ('mode', {'m': 2048, 'n': 32}); 'N=4096' -> (None, {'N': 4096})."""
+    mode = None
+    if ":" in size:
+        mode, size = size.split(":", 1)
+    vals = {}
+    for part in size.split(","):
+        if "=" not in part:
+            continue
+        k, v = part.split("=")
+        try:
+            vals[k] = int(v)
+        except ValueError:
+            vals[k] = v
+    return mode, vals
+
+
+# ---------------------------------------------------------------- timing
+
+def measure(fn, block, reps, min_time):
+    """(first_call_s, median wall s per call, median process-CPU s per call, result of first call)."""
+    t0 = time.perf_counter()
+    out = block(fn())
+    first = time.perf_counter() - t0
+    block(fn())  # warm
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            block(fn())
+        dt = time.perf_counter() - t0
+        if dt >= min_time or n >= 1 << 20:
+            break
+        n = max(2 * n, int(n * min_time / max(dt, 1e-9) * 1.1))
+    walls, cpus = [], []
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            block(fn())
+        walls.append((time.perf_counter() - w0) / n)
+        cpus.append((time.process_time() - c0) / n)
+    return first, statistics.median(walls), statistics.median(cpus), out
+
+
+def l1_of(leaves):
+    import numpy as np
+    return float(sum(np.abs(np.asarray(leaf, dtype=np.float64)).sum() for leaf in leaves))
+
+
+def write_records(records, path):
+    text = json.dumps(records, indent=1)
+    if path == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        with open(path, "w") as f:
+            f.write(text + "\n")

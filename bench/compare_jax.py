@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The side-by-side workloads (bench/bench_workloads*.cpp) in JAX: every function jax.jit'd,
+results block_until_ready. Run by bench/compare with bench/.venv's Python; threads are limited
+by the caller (XLA_FLAGS, taskset) because XLA reads its flags at start-up.
+
+  bench/.venv/bin/python bench/compare_jax.py --only W1 --quick --out -
+"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_common as cc  # noqa: E402
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)  # W4, W5 logreg and W8 are f64; the rest builds f32 explicitly
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.scipy.special import logsumexp  # noqa: E402
+
+f32, f64 = jnp.float32, jnp.float64
+
+
+def block(x):
+    return jax.block_until_ready(x)
+
+
+# ---------------------------------------------------------------- workloads
+
+def w1_f(x):
+    return jnp.sum(jnp.tanh(x) * x + jnp.exp(-(x * x)))
+
+
+def relu(z):
+    return jnp.maximum(z, 0.0)
+
+
+def xent(logits, onehot):
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits, axis=-1) * onehot, axis=-1))
+
+
+def mlp_loss(params, x, onehot):
+    h = x
+    for w, b in params[:-1]:
+        h = relu(h @ w + b)
+    w, b = params[-1]
+    return xent(h @ w + b, onehot)
+
+
+def mlp_example_loss(params, x, onehot):
+    return mlp_loss(params, x[None, :], onehot[None, :])
+
+
+def to_params(p, dtype):
+    return tuple((jnp.asarray(w, dtype), jnp.asarray(b, dtype)) for w, b in p)
+
+
+def logreg_loss(w, X, y):
+    m = y * (X @ w)
+    return jnp.mean(jnp.log1p(jnp.exp(-m))) + 0.5 * cc.LOGREG_LAMBDA * jnp.sum(w * w)
+
+
+def layer(x, W, b):
+    return jnp.tanh(W @ x + b)
+
+
+def sin_fn(x, y):
+    return jnp.sin(x) * y + x * x / y
+
+
+def rosenbrock(x):
+    return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def gmm_objective(alphas, means, icf, x, idx, constant):
+    K, d = means.shape
+    n = x.shape[0]
+    q = icf[:, :d]
+    l = icf[:, d:]
+    qdiag = jnp.exp(q)
+    sum_qs = jnp.sum(q, axis=1)
+    lpad = jnp.concatenate([jnp.zeros((K, 1), icf.dtype), l], axis=1)
+    Q = lpad[:, idx] + qdiag[:, :, None] * jnp.eye(d, dtype=icf.dtype)
+    xc = x[None, :, :] - means[:, None, :]
+    qx = jnp.einsum("knj,kij->kni", xc, Q)
+    main = (alphas + sum_qs)[:, None] - 0.5 * jnp.sum(qx * qx, axis=2)
+    slse = jnp.sum(logsumexp(main, axis=0))
+    prior = 0.5 * (jnp.sum(qdiag * qdiag) + jnp.sum(l * l))
+    return slse - n * logsumexp(alphas) + prior + constant
+
+
+def make(w, kind, size):
+    """(thunk, leaves(result)) of the jit'd workload: thunk() runs one call."""
+    mode, v = cc.parse_size(size)
+    leaves = jax.tree_util.tree_leaves
+    if w == "W1":
+        x = jnp.asarray(cc.normal_values(v["N"], 1001, 1.5), f32)
+        f = jax.jit(jax.grad(w1_f) if kind == "grad" else w1_f)
+        return (lambda: f(x)), leaves
+    if w in ("W2", "W3") or (w == "W5" and mode == "mlp"):
+        sizes = [784, 512, 512, 10] if w != "W3" else [784, 128, 10]
+        p, x, onehot = cc.mlp_batch(sizes, v["batch"])
+        p, x, onehot = to_params(p, f32), jnp.asarray(x, f32), jnp.asarray(onehot, f32)
+        if w == "W2":
+            f = jax.jit(jax.value_and_grad(mlp_loss) if kind == "grad" else mlp_loss)
+            return (lambda: f(p, x, onehot)), leaves
+        if w == "W3":
+            f = jax.jit(jax.vmap(jax.grad(mlp_example_loss), in_axes=(None, 0, 0)))
+            return (lambda: f(p, x, onehot)), leaves
+        direction = to_params(cc.mlp_params(sizes, 5005), f32)
+
+        @jax.jit
+        def hvp(p, t, x, onehot):
+            return jax.jvp(jax.grad(lambda q: mlp_loss(q, x, onehot)), (p,), (t,))[1]
+        return (lambda: hvp(p, direction, x, onehot)), leaves
+    if w in ("W4", "W5"):
+        wv, vv, X, y = (jnp.asarray(a, f64) for a in cc.logreg_data())
+        if w == "W4":
+            f = jax.jit(lambda w_, X_, y_: jax.hessian(lambda w2: logreg_loss(w2, X_, y_))(w_))
+            return (lambda: f(wv, X, y)), leaves
+
+        @jax.jit
+        def hvp(w_, t, X_, y_):
+            return jax.jvp(jax.grad(lambda w2: logreg_loss(w2, X_, y_)), (w_,), (t,))[1]
+        return (lambda: hvp(wv, vv, X, y)), leaves
+    if w == "W6":
+        x, W, b = (jnp.asarray(a, f32) for a in cc.layer_data(v["m"], v["n"]))
+        # jax.jacobian is jax.jacrev; the "jacobian" row uses it as JAX defines it.
+        jac = {"jacfwd": jax.jacfwd, "jacrev": jax.jacrev, "jacobian": jax.jacobian}[mode]
+        f = jax.jit(lambda x_, W_, b_: jac(lambda x2: layer(x2, W_, b_))(x_))
+        return (lambda: f(x, W, b)), leaves
+    if w == "W7":
+        if mode == "grad_sin":
+            x, y = jnp.asarray(0.7, f32), jnp.asarray(1.3, f32)
+            f = jax.jit(jax.grad(sin_fn, argnums=(0, 1)))
+            return (lambda: f(x, y)), leaves
+        x = jnp.asarray(cc.rosen_point(v["d"]), f32)
+        f = jax.jit(jax.hessian(rosenbrock))
+        return (lambda: f(x)), leaves
+    if w == "W8":
+        d, K = v["d"], v["K"]
+        alphas, means, icf, x, idx = cc.gmm_data(d, K)
+        alphas, means, icf, x = (jnp.asarray(a, f64) for a in (alphas, means, icf, x))
+        constant = cc.gmm_constant(d, K, x.shape[0])
+
+        def obj(a, m, i, x_):
+            return gmm_objective(a, m, i, x_, idx, constant)
+        f = jax.jit(jax.grad(obj, argnums=(0, 1, 2)) if kind == "grad" else obj)
+        return (lambda: f(alphas, means, icf, x)), leaves
+    raise ValueError(f"unknown workload {w}")
+
+
+def main(argv):
+    args = cc.parse_common_args(argv, __doc__)
+    records = []
+    for w, kind, size in cc.selected(args.only, args.quick):
+        try:
+            thunk, leaves = make(w, kind, size)
+            first, wall, cpu, out = cc.measure(thunk, block, args.reps, args.min_time)
+            rec = dict(workload=w, kind=kind, size=size, impl="jax", threads=args.threads, first_call_s=first,
+                       wall_s=wall, cpu_s=cpu, l1=cc.l1_of(leaves(out)))
+        except Exception as e:  # report and go on: one failing case must not hide the others
+            rec = dict(workload=w, kind=kind, size=size, impl="jax", threads=args.threads, error=f"{type(e).__name__}: {e}")
+        print(f"jax t={args.threads} {w} {kind} {size}: " + (f"{rec['wall_s'] * 1e3:.3f} ms" if "wall_s" in rec else rec["error"]),
+              file=sys.stderr, flush=True)
+        records.append(rec)
+    cc.write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

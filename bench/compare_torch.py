@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The side-by-side workloads (bench/bench_workloads*.cpp) in PyTorch with torch.func (grad,
+vmap, jacfwd, jacrev, hessian, jvp), eager. torch.compile is not used: on the 2-core
+development machine its first compile of these functions takes tens of seconds per case, which
+the suite cannot afford (see bench/RESULTS.md). Threads: torch.set_num_threads(--threads).
+
+  bench/.venv/bin/python bench/compare_torch.py --only W1 --quick --out -
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_common as cc  # noqa: E402
+
+import torch  # noqa: E402
+from torch.func import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vmap  # noqa: E402
+
+f32, f64 = torch.float32, torch.float64
+
+
+def block(x):
+    return x
+
+
+def w1_f(x):
+    return torch.sum(torch.tanh(x) * x + torch.exp(-(x * x)))
+
+
+def xent(logits, onehot):
+    return -torch.mean(torch.sum(torch.log_softmax(logits, dim=-1) * onehot, dim=-1))
+
+
+def mlp_loss(params, x, onehot):
+    h = x
+    for w, b in params[:-1]:
+        h = torch.relu(h @ w + b)
+    w, b = params[-1]
+    return xent(h @ w + b, onehot)
+
+
+def mlp_example_loss(params, x, onehot):
+    return mlp_loss(params, x.unsqueeze(0), onehot.unsqueeze(0))
+
+
+def to_params(p, dtype):
+    return tuple((torch.as_tensor(w, dtype=dtype), torch.as_tensor(b, dtype=dtype)) for w, b in p)
+
+
+def logreg_loss(w, X, y):
+    m = y * (X @ w)
+    return torch.mean(torch.log1p(torch.exp(-m))) + 0.5 * cc.LOGREG_LAMBDA * torch.sum(w * w)
+
+
+def layer(x, W, b):
+    return torch.tanh(W @ x + b)
+
+
+def sin_fn(x, y):
+    return torch.sin(x) * y + x * x / y
+
+
+def rosenbrock(x):
+    return torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def gmm_objective(alphas, means, icf, x, idx, eye, constant):
+    K, d = means.shape
+    n = x.shape[0]
+    q = icf[:, :d]
+    l = icf[:, d:]
+    qdiag = torch.exp(q)
+    sum_qs = torch.sum(q, dim=1)
+    lpad = torch.cat([torch.zeros((K, 1), dtype=icf.dtype), l], dim=1)
+    Q = lpad[:, idx] + qdiag[:, :, None] * eye
+    xc = x[None, :, :] - means[:, None, :]
+    qx = torch.matmul(xc, Q.transpose(1, 2))
+    main = (alphas + sum_qs)[:, None] - 0.5 * torch.sum(qx * qx, dim=2)
+    slse = torch.sum(torch.logsumexp(main, dim=0))
+    prior = 0.5 * (torch.sum(qdiag * qdiag) + torch.sum(l * l))
+    return slse - n * torch.logsumexp(alphas, dim=0) + prior + constant
+
+
+def leaves(out):
+    if isinstance(out, torch.Tensor):
+        return [out.detach()]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in leaves(o)]
+    raise TypeError(type(out))
+
+
+def make(w, kind, size):
+    """thunk() running one call of the workload."""
+    mode, v = cc.parse_size(size)
+    t = torch.as_tensor
+    if w == "W1":
+        x = t(cc.normal_values(v["N"], 1001, 1.5), dtype=f32)
+        f = grad(w1_f) if kind == "grad" else w1_f
+        return lambda: f(x)
+    if w in ("W2", "W3") or (w == "W5" and mode == "mlp"):
+        sizes = [784, 512, 512, 10] if w != "W3" else [784, 128, 10]
+        p, x, onehot = cc.mlp_batch(sizes, v["batch"])
+        p, x, onehot = to_params(p, f32), t(x, dtype=f32), t(onehot, dtype=f32)
+        if w == "W2":
+            if kind == "fn":
+                return lambda: mlp_loss(p, x, onehot)
+            gv = grad_and_value(mlp_loss)
+            return lambda: gv(p, x, onehot)
+        if w == "W3":
+            f = vmap(grad(mlp_example_loss), in_dims=(None, 0, 0))
+            return lambda: f(p, x, onehot)
+        direction = to_params(cc.mlp_params(sizes, 5005), f32)
+        return lambda: jvp(grad(lambda q: mlp_loss(q, x, onehot)), (p,), (direction,))[1]
+    if w in ("W4", "W5"):
+        wv, vv, X, y = (t(a, dtype=f64) for a in cc.logreg_data())
+        if w == "W4":
+            h = hessian(lambda w2: logreg_loss(w2, X, y))
+            return lambda: h(wv)
+        g = grad(lambda w2: logreg_loss(w2, X, y))
+        return lambda: jvp(g, (wv,), (vv,))[1]
+    if w == "W6":
+        x, W, b = (t(a, dtype=f32) for a in cc.layer_data(v["m"], v["n"]))
+        # torch.func has no `jacobian`; the row uses jacrev, as jax.jacobian does.
+        jac = {"jacfwd": jacfwd, "jacrev": jacrev, "jacobian": jacrev}[mode]
+        f = jac(lambda x2: layer(x2, W, b))
+        return lambda: f(x)
+    if w == "W7":
+        if mode == "grad_sin":
+            x, y = t(0.7, dtype=f32), t(1.3, dtype=f32)
+            f = grad(sin_fn, argnums=(0, 1))
+            return lambda: f(x, y)
+        x = t(cc.rosen_point(v["d"]), dtype=f32)
+        f = hessian(rosenbrock)
+        return lambda: f(x)
+    if w == "W8":
+        d, K = v["d"], v["K"]
+        alphas, means, icf, x, idx = cc.gmm_data(d, K)
+        alphas, means, icf, x = (t(a, dtype=f64) for a in (alphas, means, icf, x))
+        idx = t(idx)
+        eye = torch.eye(d, dtype=f64)
+        constant = cc.gmm_constant(d, K, x.shape[0])
+
+        def obj(a, m, i, x_):
+            return gmm_objective(a, m, i, x_, idx, eye, constant)
+        if kind == "fn":
+            return lambda: obj(alphas, means, icf, x)
+        g = grad(obj, argnums=(0, 1, 2))
+        return lambda: g(alphas, means, icf, x)
+    raise ValueError(f"unknown workload {w}")
+
+
+def main(argv):
+    args = cc.parse_common_args(argv, __doc__)
+    torch.set_num_threads(args.threads)
+    records = []
+    with torch.no_grad():  # torch.func transforms work under no_grad; plain functions then skip the tape
+        for w, kind, size in cc.selected(args.only, args.quick):
+            try:
+                thunk = make(w, kind, size)
+                first, wall, cpu, out = cc.measure(thunk, block, args.reps, args.min_time)
+                rec = dict(workload=w, kind=kind, size=size, impl="torch", threads=args.threads, first_call_s=first,
+                           wall_s=wall, cpu_s=cpu, l1=cc.l1_of([x.numpy() for x in leaves(out)]))
+            except Exception as e:
+                rec = dict(workload=w, kind=kind, size=size, impl="torch", threads=args.threads,
+                           error=f"{type(e).__name__}: {e}")
+            print(f"torch t={args.threads} {w} {kind} {size}: " +
+                  (f"{rec['wall_s'] * 1e3:.3f} ms" if "wall_s" in rec else rec["error"]), file=sys.stderr, flush=True)
+            records.append(rec)
+    cc.write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
