@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "fluxion/control_flow.hpp"
 #include "fluxion/jit.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
@@ -87,11 +88,7 @@ std::vector<AbstractValue> shape_rule(const Primitive&, const std::vector<Abstra
 }
 
 void copy_outputs(const std::vector<Tensor>& from, std::vector<Tensor>& to) {
-  for (size_t i = 0; i < to.size(); ++i) {
-    Tensor src = from[i].concrete("jit_call");
-    std::memcpy(to[i].array().data(), src.array().data(),
-                static_cast<size_t>(src.size()) * dtype_size(src.dtype()));
-  }
+  control_flow_detail::copy_outputs("jit_call", from, to);
 }
 
 void cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
