@@ -76,8 +76,8 @@ struct ScratchStack {
   size_t depth = 0;
 };
 ScratchStack& scratch_stack() {
-  // Never destroyed, like the eval interpreter (clang-repl runs thread_local destructors badly).
-  thread_local ScratchStack* stack = new ScratchStack();
+  // Never destroyed on the main thread, like the eval interpreter; freed when other threads exit.
+  thread_local ScratchStack* stack = detail::delete_at_thread_exit(new ScratchStack());
   return *stack;
 }
 }  // namespace

@@ -1,5 +1,9 @@
 // The interpreter stack and the eager interpreter: bind -> shape rule -> kernel, now.
 #include <cstring>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "fluxion/interpreter.hpp"
 #include "fluxion/primitive.hpp"
@@ -54,10 +58,21 @@ void Interpreter::check_visible(const Tensor& t, const char* op) const {
       "global variables.");
 }
 
+namespace detail {
+bool is_main_thread() {
+#ifdef __linux__
+  return ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
+#else
+  return true;
+#endif
+}
+}  // namespace detail
+
 Interpreter& eval_interpreter() {
-  // Never destroyed: a thread_local with a destructor crashes clang-repl (notebooks) at exit, and
-  // tracers may outlive the thread's other statics. One small object per thread.
-  thread_local eval_detail::EvalInterpreter* eval = new eval_detail::EvalInterpreter();
+  // Never destroyed on the main thread: a thread_local with a destructor crashes clang-repl
+  // (notebooks) at exit, and tracers may outlive the thread's other statics. Other threads free
+  // it when they exit.
+  thread_local eval_detail::EvalInterpreter* eval = detail::delete_at_thread_exit(new eval_detail::EvalInterpreter());
   return *eval;
 }
 

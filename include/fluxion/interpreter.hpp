@@ -48,6 +48,27 @@ class Interpreter {
   std::shared_ptr<InterpreterTag> tag_;
 };
 
+namespace detail {
+/// True on the process's main thread (always true where that cannot be told).
+bool is_main_thread();
+
+/// Per-thread objects are created with new and never destroyed on the main thread (clang-repl,
+/// the notebook engine, runs thread_local destructors after its JIT'd code is gone); on other
+/// threads this deletes `p` when the thread exits.
+template <class T>
+T* delete_at_thread_exit(T* p) {
+  struct Reaper {
+    T* object = nullptr;
+    ~Reaper() { delete object; }
+  };
+  if (!is_main_thread()) {
+    thread_local Reaper reaper;
+    reaper.object = p;
+  }
+  return p;
+}
+}  // namespace detail
+
 /// The interpreter `bind` dispatches to on this thread.
 Interpreter& current_interpreter();
 /// The eager interpreter at the bottom of this thread's stack.
