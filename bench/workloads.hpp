@@ -14,8 +14,7 @@
 // executable exit with status 1 (so the CTest smoke test fails loudly). Times are wall-clock
 // (UseRealTime) because the frameworks compared may run several threads. Each case also reports
 // `first_call_s`: the time of the first call of a freshly built callable, which for fluxion_jit
-// includes tracing and compiling (with the placeholder fx::jit that returns f itself, fluxion_jit
-// measures the eager transform; bench/compare says which one it ran).
+// includes tracing and compiling.
 #pragma once
 #include <benchmark/benchmark.h>
 

@@ -43,19 +43,7 @@ std::vector<Tensor> SubJaxpr::run(const std::vector<Tensor>& args) const {
 }
 
 std::vector<Tensor> SubJaxpr::run_reference(const std::vector<Tensor>& args) const {
-  const Jaxpr& j = *jaxpr_;
-  std::vector<Tensor> env(j.avals.size());
-  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i]] = j.consts[i];
-  for (size_t i = 0; i < args.size(); ++i) env[j.invars[i]] = args[i];
-  for (const Equation& e : j.equations) {
-    std::vector<Tensor> in;
-    for (const Atom& a : e.inputs) in.push_back(a.is_literal() ? a.literal : env[a.var]);
-    std::vector<Tensor> r = eval_primitive(*e.primitive, in, *e.params, Backend::reference);
-    for (size_t k = 0; k < r.size(); ++k) env[e.outputs[k]] = r[k];
-  }
-  std::vector<Tensor> outs;
-  for (const Atom& a : j.outputs) outs.push_back(a.is_literal() ? a.literal : env[a.var]);
-  return outs;
+  return eval_jaxpr_on(*jaxpr_, args, Backend::reference);
 }
 
 void SubJaxpr::print(std::ostream& os, const char* name) const {

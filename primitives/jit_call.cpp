@@ -101,19 +101,7 @@ void cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector
 
 // The reference backend replays the equations one by one with reference kernels.
 void reference_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
-  const Jaxpr& j = params.as<JitCallParams>().jaxpr();
-  std::vector<Tensor> env(j.avals.size());
-  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i]] = j.consts[i];
-  for (size_t i = 0; i < in.size(); ++i) env[j.invars[i]] = in[i];
-  for (const Equation& e : j.equations) {
-    std::vector<Tensor> args;
-    for (const Atom& a : e.inputs) args.push_back(a.is_literal() ? a.literal : env[a.var]);
-    std::vector<Tensor> r = eval_primitive(*e.primitive, args, *e.params, Backend::reference);
-    for (size_t k = 0; k < r.size(); ++k) env[e.outputs[k]] = r[k];
-  }
-  std::vector<Tensor> results;
-  for (const Atom& a : j.outputs) results.push_back(a.is_literal() ? a.literal : env[a.var]);
-  copy_outputs(results, out);
+  copy_outputs(eval_jaxpr_on(params.as<JitCallParams>().jaxpr(), in, Backend::reference), out);
 }
 
 const Caches::Jvp& jvp_for(const JitCallParams& call, const std::vector<Tensor>& primals,

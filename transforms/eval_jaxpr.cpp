@@ -30,4 +30,20 @@ std::vector<Tensor> eval_jaxpr(const Jaxpr& jaxpr, const std::vector<Tensor>& ar
   return outs;
 }
 
+std::vector<Tensor> eval_jaxpr_on(const Jaxpr& j, const std::vector<Tensor>& args, Backend backend) {
+  std::vector<Tensor> env(j.avals.size());
+  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i]] = j.consts[i];
+  for (size_t i = 0; i < args.size(); ++i) env[j.invars[i]] = args[i];
+  std::vector<Tensor> in;
+  for (const Equation& e : j.equations) {
+    in.clear();
+    for (const Atom& a : e.inputs) in.push_back(a.is_literal() ? a.literal : env[a.var]);
+    std::vector<Tensor> r = eval_primitive(*e.primitive, in, *e.params, backend);
+    for (size_t k = 0; k < r.size(); ++k) env[e.outputs[k]] = std::move(r[k]);
+  }
+  std::vector<Tensor> outs;
+  for (const Atom& a : j.outputs) outs.push_back(a.is_literal() ? a.literal : env[a.var]);
+  return outs;
+}
+
 }  // namespace fluxion

@@ -57,6 +57,10 @@ void typecheck(const Jaxpr& jaxpr);
 /// Evaluates the Jaxpr on `args` under the current interpreter (so it can itself be transformed).
 std::vector<Tensor> eval_jaxpr(const Jaxpr& jaxpr, const std::vector<Tensor>& args);
 
+/// Evaluates the Jaxpr now with the kernels of `backend`, equation by equation, bypassing the
+/// interpreters (reference kernels of primitives that hold sub-Jaxprs).
+std::vector<Tensor> eval_jaxpr_on(const Jaxpr& jaxpr, const std::vector<Tensor>& args, Backend backend);
+
 /// Records the primitives bound while it is current into a Jaxpr.
 class StageInterpreter final : public Interpreter {
  public:
