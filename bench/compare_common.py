@@ -17,6 +17,10 @@ import statistics
 import sys
 import time
 
+# W9 (bench/bench_workloads_scan.cpp): RK4 of dx/dt = tanh(W x + b) - gamma x over SCAN_STEPS steps of
+# step SCAN_H; loss sum(x_T^2); gradient w.r.t. (W, b).
+SCAN_N, SCAN_STEPS, SCAN_H, SCAN_GAMMA = 4, 1000, 0.01, 0.5
+
 # workload -> list of (kind, size, quick). kind "grad" is the transformed function (the row compared
 # with JAX and PyTorch), "fn" the function alone (for grad/function ratios).
 WORKLOADS = {
@@ -31,6 +35,7 @@ WORKLOADS = {
            ("grad", "rosenbrock_hessian:d=10", True)],
     "W8": [(k, f"d={d},K={K}", d <= 10 and K <= 25) for d in (2, 10, 32, 64) for K in (5, 25, 100)
            for k in ("grad", "fn")],
+    "W9": [(k, f"rk4:n={SCAN_N},steps={SCAN_STEPS}", True) for k in ("grad", "fn")],
 }
 
 LABELS = {
@@ -45,9 +50,11 @@ LABELS = {
     ("W7", "grad"): "W7 tiny",
     ("W8", "grad"): "W8 GMM gradient",
     ("W8", "fn"): "W8 GMM objective",
+    ("W9", "grad"): "W9 scan RK4 gradient",
+    ("W9", "fn"): "W9 scan RK4 loss",
 }
 
-F64_WORKLOADS = {"W4", "W8"}  # and W5's logreg case
+F64_WORKLOADS = {"W4", "W8", "W9"}  # and W5's logreg case
 
 
 def selected(only=None, quick=False):
@@ -174,6 +181,21 @@ def gmm_constant(d, K, n):
     lg = 0.25 * d * (d - 1) * math.log(math.pi) + sum(math.lgamma(0.5 * np_ + 0.5 * (1 - j)) for j in range(1, d + 1))
     C = np_ * d * (math.log(gamma) - 0.5 * math.log(2.0)) - lg
     return -n * d * 0.5 * math.log(2 * math.pi) - K * C
+
+
+def scan_data(n=SCAN_N):
+    """(W [n, n], b [n], x0 [n]) in float64, as ScanData in bench/bench_workloads_scan.cpp."""
+    W = normal_values(n * n, 9001, 1.0 / math.sqrt(n)).reshape(n, n)
+    return W, normal_values(n, 9002, 0.1), normal_values(n, 9003, 1.0)
+
+
+def rk4_step(rhs, x, h=SCAN_H):
+    """One RK4 step of dx/dt = rhs(x), written as the C++ suite writes it (any array library)."""
+    k1 = rhs(x)
+    k2 = rhs(x + k1 * (h / 2))
+    k3 = rhs(x + k2 * (h / 2))
+    k4 = rhs(x + k3 * h)
+    return x + (k1 + 2.0 * k2 + 2.0 * k3 + k4) * (h / 6)
 
 
 def parse_size(size):

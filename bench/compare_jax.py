@@ -14,7 +14,7 @@ import compare_common as cc  # noqa: E402
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)  # W4, W5 logreg and W8 are f64; the rest builds f32 explicitly
+jax.config.update("jax_enable_x64", True)  # W4, W5 logreg, W8 and W9 are f64; the rest builds f32 explicitly
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
@@ -90,6 +90,15 @@ def gmm_objective(alphas, means, icf, x, idx, constant):
     return slse - n * logsumexp(alphas) + prior + constant
 
 
+def scan_loss(W, b, x0, steps):
+    """sum(x_T^2) after `steps` RK4 steps of dx/dt = tanh(W x + b) - gamma x, as one lax.scan."""
+    def rhs(x):
+        return jnp.tanh(W @ x + b) - cc.SCAN_GAMMA * x
+
+    xT, _ = jax.lax.scan(lambda x, _: (cc.rk4_step(rhs, x), None), x0, None, length=steps)
+    return jnp.sum(xT * xT)
+
+
 def make(w, kind, size):
     """(thunk, leaves(result)) of the jit'd workload: thunk() runs one call."""
     mode, v = cc.parse_size(size)
@@ -148,6 +157,13 @@ def make(w, kind, size):
             return gmm_objective(a, m, i, x_, idx, constant)
         f = jax.jit(jax.grad(obj, argnums=(0, 1, 2)) if kind == "grad" else obj)
         return (lambda: f(alphas, means, icf, x)), leaves
+    if w == "W9":
+        W, b, x0 = (jnp.asarray(a, f64) for a in cc.scan_data(v["n"]))
+
+        def loss(W_, b_, x0_):
+            return scan_loss(W_, b_, x0_, v["steps"])
+        f = jax.jit(jax.grad(loss, argnums=(0, 1)) if kind == "grad" else loss)
+        return (lambda: f(W, b, x0)), leaves
     raise ValueError(f"unknown workload {w}")
 
 

@@ -80,6 +80,17 @@ def gmm_objective(alphas, means, icf, x, idx, eye, constant):
     return slse - n * torch.logsumexp(alphas, dim=0) + prior + constant
 
 
+def scan_loss(W, b, x0, steps):
+    """W9 with a Python loop (PyTorch has no scan): every step's operations run eagerly."""
+    def rhs(x):
+        return torch.tanh(W @ x + b) - cc.SCAN_GAMMA * x
+
+    x = x0
+    for _ in range(steps):
+        x = cc.rk4_step(rhs, x)
+    return torch.sum(x * x)
+
+
 def leaves(out):
     if isinstance(out, torch.Tensor):
         return [out.detach()]
@@ -145,6 +156,12 @@ def make(w, kind, size):
             return lambda: obj(alphas, means, icf, x)
         g = grad(obj, argnums=(0, 1, 2))
         return lambda: g(alphas, means, icf, x)
+    if w == "W9":
+        W, b, x0 = (t(a, dtype=f64) for a in cc.scan_data(v["n"]))
+        if kind == "fn":
+            return lambda: scan_loss(W, b, x0, v["steps"])
+        g = grad(lambda W_, b_: scan_loss(W_, b_, x0, v["steps"]), argnums=(0, 1))
+        return lambda: g(W, b)
     raise ValueError(f"unknown workload {w}")
 
 
