@@ -116,30 +116,44 @@ Jaxpr trace_jaxpr(const std::vector<AbstractValue>& avals, Device device, const 
   return std::move(c.jaxpr);
 }
 
+std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_eval_jaxpr(const Jaxpr& j, const std::vector<Tensor>& primals,
+                                                                   const std::vector<Tensor>& tangents,
+                                                                   const char* name) {
+  JvpInterpreter jvp(name);
+  std::vector<Tensor> lifted;
+  for (size_t i = 0; i < primals.size(); ++i) lifted.push_back(jvp.lift(primals[i], tangents[i]));
+  std::vector<Tensor> outs;
+  {
+    InterpreterScope scope(jvp);
+    outs = eval_jaxpr(j, lifted);
+  }
+  std::pair<std::vector<Tensor>, std::vector<Tensor>> r;
+  for (const Tensor& o : outs) {
+    auto [p, t] = jvp.split(o);
+    r.first.push_back(p);
+    r.second.push_back(t);
+  }
+  return r;
+}
+
 JvpJaxpr jvp_jaxpr(const Jaxpr& j, const std::vector<bool>& nonzero, const std::vector<bool>& instantiate) {
   std::vector<AbstractValue> avals = j.in_avals();
   for (size_t i = 0; i < nonzero.size(); ++i)
     if (nonzero[i]) avals.push_back(j.avals[j.invars[i]]);
   JvpJaxpr r;
   r.jaxpr = trace_jaxpr(avals, Device::cpu(), [&](const std::vector<Tensor>& ins) {
-    JvpInterpreter jvp("jvp");
     const size_t n = j.invars.size();
-    std::vector<Tensor> lifted;
+    std::vector<Tensor> tangents_in;
     size_t t = n;
-    for (size_t i = 0; i < n; ++i) lifted.push_back(jvp.lift(ins[i], nonzero[i] ? ins[t++] : Tensor()));
-    std::vector<Tensor> outs;
-    {
-      InterpreterScope scope(jvp);
-      outs = eval_jaxpr(j, lifted);
-    }
-    std::vector<Tensor> primals, tangents;
+    for (size_t i = 0; i < n; ++i) tangents_in.push_back(nonzero[i] ? ins[t++] : Tensor());
+    auto [primals, tangents_out] = jvp_eval_jaxpr(j, std::vector<Tensor>(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(n)), tangents_in, "jvp");
+    std::vector<Tensor> tangents;
     r.out_nonzero.clear();
-    for (size_t k = 0; k < outs.size(); ++k) {
-      auto [p, tan] = jvp.split(outs[k]);
-      primals.push_back(p);
+    for (size_t k = 0; k < primals.size(); ++k) {
+      const Tensor& tan = tangents_out[k];
       bool keep = tan.defined() || (k < instantiate.size() && instantiate[k]);
       r.out_nonzero.push_back(keep);
-      if (keep) tangents.push_back(tan.defined() ? tan : zeros(p.shape(), p.dtype()));
+      if (keep) tangents.push_back(tan.defined() ? tan : zeros(primals[k].shape(), primals[k].dtype()));
     }
     primals.insert(primals.end(), tangents.begin(), tangents.end());
     return primals;

@@ -120,18 +120,10 @@ const Caches::Jvp& jvp_for(const JitCallParams& call, const std::vector<Tensor>&
   std::vector<Tensor> results;
   {
     InterpreterScope scope(st);
-    JvpInterpreter jvp("jit");
-    std::vector<Tensor> lifted;
-    for (size_t i = 0; i < p_in.size(); ++i) lifted.push_back(jvp.lift(p_in[i], t_in[i]));
-    std::vector<Tensor> outs;
-    {
-      InterpreterScope jvp_scope(jvp);
-      outs = eval_jaxpr(sub, lifted);
-    }
+    auto [primals_out, tangents_out] = control_flow_detail::jvp_eval_jaxpr(sub, p_in, t_in, "jit");
+    results = std::move(primals_out);
     std::vector<Tensor> tangents;
-    for (const Tensor& o : outs) {
-      auto [p, t] = jvp.split(o);
-      results.push_back(p);
+    for (const Tensor& t : tangents_out) {
       d.tangent_out_nonzero.push_back(t.defined());
       if (t.defined()) tangents.push_back(t);
     }
@@ -314,6 +306,8 @@ void transpose_rule(const Primitive& self, const std::vector<Tensor>& cts_out, c
   for (size_t i = 0; i < inputs.size(); ++i) cts_in[i] = inputs[i].defined() ? Tensor() : cts[k++];
 }
 
+const Jaxpr& callee(const Params& params) { return params.as<JitCallParams>().jaxpr(); }
+
 }  // namespace jit_call_detail
 
 const Primitive& jit_call_p() {
@@ -327,6 +321,8 @@ const Primitive& jit_call_p() {
     q.transpose = &jit_call_detail::transpose_rule;
     q.batch = &jit_call_detail::batch_rule;
     q.partial_eval = &jit_call_detail::partial_eval_rule;
+    q.callee = &jit_call_detail::callee;
+    q.callee_transparent = true;
     return q;
   }();
   return p;

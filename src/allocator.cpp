@@ -104,6 +104,10 @@ struct Cache {
   const size_t limit = limit_from_env();
   std::atomic<size_t> cached_bytes{0};
   Bucket buckets[kNumClasses];
+  // Bytes handed out and not yet returned, and their peak (own cache line: every allocation
+  // touches them).
+  alignas(64) std::atomic<size_t> live_bytes{0};
+  std::atomic<size_t> peak_live_bytes{0};
 };
 
 /// Never destroyed: buffers may be freed by other static destructors at exit.
@@ -113,6 +117,17 @@ Cache& cache() {
 }
 
 void* system_allocate(size_t bytes) { return std::aligned_alloc(kAlignment, bytes); }
+
+/// Counts a block of `bytes` as handed out and raises the peak (a relaxed atomic max).
+inline void add_live(Cache& c, size_t bytes) {
+  const size_t now = c.live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  size_t peak = c.peak_live_bytes.load(std::memory_order_relaxed);
+  while (now > peak && !c.peak_live_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+/// Bytes of the block that serves a request of nbytes too large to cache.
+inline size_t uncached_bytes(size_t nbytes) { return (nbytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 /// Pops every block of every bucket and frees it; returns the bytes freed.
 size_t release_all(Cache& c) {
@@ -157,12 +172,13 @@ void* allocate(size_t nbytes) {
       b.head = *static_cast<void**>(p);
       ++b.hits;
       c.cached_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+      add_live(c, bytes);
       return p;
     }
     ++b.misses;
   } else {
     if (nbytes > SIZE_MAX - kAlignment) out_of_memory(nbytes);
-    bytes = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    bytes = uncached_bytes(nbytes);
   }
   void* p = system_allocate(bytes);
   if (!p && c.cached_bytes.load(std::memory_order_relaxed) > 0) {
@@ -170,6 +186,7 @@ void* allocate(size_t nbytes) {
     p = system_allocate(bytes);
   }
   if (!p) out_of_memory(nbytes);
+  add_live(c, bytes);
   return p;
 }
 
@@ -178,8 +195,9 @@ void deallocate(void* p, size_t nbytes) noexcept {
   if (!p) return;
   Cache& c = cache();
   const int cls = nbytes <= c.limit ? class_of(nbytes) : -1;
+  const size_t bytes = cls >= 0 ? class_bytes(cls) : uncached_bytes(nbytes);
+  c.live_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   if (cls >= 0) {
-    const size_t bytes = class_bytes(cls);
     // Reserve room under the cap first; when the cache is full the block goes to the system.
     if (c.cached_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes <= c.limit) {
       Bucket& b = c.buckets[cls];
@@ -193,6 +211,11 @@ void deallocate(void* p, size_t nbytes) noexcept {
   std::free(p);
 }
 
+void reset_peak() {
+  allocator_detail::Cache& c = allocator_detail::cache();
+  c.peak_live_bytes.store(c.live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 size_t release_cached() { return allocator_detail::release_all(allocator_detail::cache()); }
 
 Stats stats() {
@@ -201,6 +224,8 @@ Stats stats() {
   Stats s;
   s.cached_bytes = c.cached_bytes.load(std::memory_order_relaxed);
   s.limit = c.limit;
+  s.live_bytes = c.live_bytes.load(std::memory_order_relaxed);
+  s.peak_live_bytes = c.peak_live_bytes.load(std::memory_order_relaxed);
   for (Bucket& b : c.buckets) {
     std::lock_guard<SpinLock> guard(b.lock);
     s.hits += b.hits;

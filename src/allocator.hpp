@@ -6,7 +6,8 @@
 /// per power of two (at most 25 % slack). The cache holds at most `limit()` bytes (default
 /// min(1 GiB, RAM / 8); the environment variable FLUXION_ALLOCATOR_CACHE_BYTES overrides it, 0
 /// disables caching; sanitizer builds default to 0 so that use-after-free stays detectable).
-/// Thread-safe: one spin lock per size class.
+/// Thread-safe: one spin lock per size class. Live bytes (handed out, not yet returned) and their
+/// peak are counted with relaxed atomics, so tests can measure the memory a computation holds.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +30,12 @@ struct Stats {
   size_t limit = 0;         // the cache's cap
   uint64_t hits = 0;        // allocations served from the cache
   uint64_t misses = 0;      // allocations that went to the system
+  size_t live_bytes = 0;       // bytes of blocks handed out and not yet returned (class-rounded)
+  size_t peak_live_bytes = 0;  // the most live_bytes seen since start or the last reset_peak()
 };
 /// Counters for tests and benchmarks.
 Stats stats();
+/// Sets peak_live_bytes to the current live_bytes (to measure the peak of one computation).
+void reset_peak();
 
 }  // namespace fluxion::cpu_memory

@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "fluxion/custom_rules.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
@@ -274,6 +275,17 @@ Tensor sqrt(const Tensor& x) { return lax::sqrt(ops_detail::to_inexact(x)); }
 Tensor rsqrt(const Tensor& x) { return lax::rsqrt(ops_detail::to_inexact(x)); }
 Tensor tanh(const Tensor& x) { return lax::tanh(ops_detail::to_inexact(x)); }
 Tensor sigmoid(const Tensor& x) { return lax::logistic(ops_detail::to_inexact(x)); }
+
+// max(x, 0) + log1p(exp(-|x|)) never overflows, but differentiating it at 0 meets the kinks of
+// max and abs; the rule gives the exact derivative, sigmoid(x).
+Tensor softplus(const Tensor& x) {
+  static const auto stable = [](const Tensor& v) { return maximum(v, 0.0) + log1p(exp(-abs(v))); };
+  static const auto f = custom_jvp(stable, [](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
+    const Tensor& v = std::get<0>(p);
+    return std::pair<Tensor, Tensor>{stable(v), sigmoid(v) * std::get<0>(t)};
+  });
+  return f(ops_detail::to_inexact(x));
+}
 // abs and sign keep integer dtypes; on bool both are the identity.
 Tensor abs(const Tensor& x) { return x.dtype() == boolean ? x : lax::abs(x); }
 Tensor sign(const Tensor& x) { return x.dtype() == boolean ? x : lax::sign(x); }

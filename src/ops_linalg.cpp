@@ -1,5 +1,9 @@
-// The numpy-style op layer, products: matmul (numpy semantics, broadcast batch dims), dot, outer.
-// All contractions become one dot_general; operands are promoted first.
+// The numpy-style op layer, products: matmul (numpy semantics, broadcast batch dims), dot, outer,
+// and linear solves (solve, inv). All contractions become one dot_general, solves one linalg_solve;
+// operands are promoted and their batch dims broadcast first.
+#include <tuple>
+
+#include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
@@ -29,6 +33,30 @@ Shape with_batch(const Shape& batch, const Tensor& x) {
   return s;
 }
 
+/// Matrix stacks a and b (rank >= 2) with their batch dims (all but the last two) broadcast
+/// against each other. The error names the user's operands a0 and b0.
+std::pair<Tensor, Tensor> broadcast_batch(const char* op, const Tensor& a, const Tensor& b, const Tensor& a0,
+                                          const Tensor& b0) {
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(op, ba, bb);
+  } catch (const ShapeError&) {
+    detail::fail<ShapeError>(op, "batch dimensions ", ba, " of ", a0.aval(), " and ", bb, " of ", b0.aval(),
+                             " do not broadcast. They must be equal or 1, aligned from the right.");
+  }
+  Tensor x = broadcast_to(a, with_batch(batch, a));
+  return {x, broadcast_to(b, with_batch(batch, b))};
+}
+
+/// ShapeError unless `a` is a square matrix or a stack of them (..., n, n).
+void check_square(const char* op, const Tensor& a) {
+  const int64_t r = a.ndim();
+  if (r < 2 || a.shape()[r - 1] != a.shape()[r - 2])
+    detail::fail<ShapeError>(op, "a must be a square matrix or a stack of them (..., n, n), got ", a.aval(),
+                             ". Only square systems have a unique solution.");
+}
+
 }  // namespace ops_linalg_detail
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
@@ -43,17 +71,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   // b's) is already numpy's: [...a batch, n, m], [...b batch, m], [...a batch, n] or [].
   if (ra == 1 || rb <= 2) return lax::dot_general(a, b, {{ra - 1}, {cb}});
   // Both have matrix dims and b has batch dims: broadcast the batch dims and pair them.
-  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes("matmul", ba, bb);
-  } catch (const ShapeError&) {
-    detail::fail<ShapeError>("matmul", "batch dimensions ", ba, " of ", a0.aval(), " and ", bb, " of ",
-                             b0.aval(), " do not broadcast. They must be equal or 1, aligned from the right.");
-  }
-  a = broadcast_to(a, ops_linalg_detail::with_batch(batch, a));
-  b = broadcast_to(b, ops_linalg_detail::with_batch(batch, b));
-  int64_t nb = batch.size();
+  std::tie(a, b) = ops_linalg_detail::broadcast_batch("matmul", a, b, a0, b0);
+  int64_t nb = a.ndim() - 2;
   std::vector<int64_t> batch_dims;
   for (int64_t i = 0; i < nb; ++i) batch_dims.push_back(i);
   return lax::dot_general(a, b, {{nb + 1}, {nb}}, {batch_dims, batch_dims});
@@ -76,6 +95,37 @@ Tensor outer(const Tensor& a0, const Tensor& b0) {
   Tensor rows = lax::broadcast_in_dim(a, out, {0});
   Tensor cols = lax::broadcast_in_dim(b, out, {1});
   return multiply(rows, cols);
+}
+
+Tensor solve(const Tensor& a0, const Tensor& b0) {
+  ops_linalg_detail::check_square("solve", a0);
+  const int64_t n = a0.shape()[a0.ndim() - 1];
+  // numpy: b is a (stack of) vector(s) when it has one dim less than a; a 1-d b can only be one.
+  const bool vector = b0.ndim() == a0.ndim() - 1 || b0.ndim() == 1;
+  if (b0.ndim() == 0)
+    detail::fail<ShapeError>("solve", "b must be a vector (..., n) or a matrix (..., n, k), got ", b0.aval(),
+                             ". Reshape it to (n,) or (n, 1).");
+  const int64_t rows = b0.shape()[b0.ndim() - (vector ? 1 : 2)];
+  if (rows != n)
+    detail::fail<ShapeError>("solve", "a ", a0.aval(), " is ", n, "x", n, " but b ", b0.aval(), " has ", rows,
+                             " rows (b is read as ", vector ? "a vector (..., n)" : "a matrix (..., n, k)",
+                             "). b needs n = ", n, " rows.");
+  DType d = result_type(a0, b0);
+  if (!is_floating(d)) d = f64;
+  Tensor a = astype(a0, d);
+  Tensor b = astype(b0, d);
+  if (vector) b = expand_dims(b, b.ndim());
+  std::tie(a, b) = ops_linalg_detail::broadcast_batch("solve", a, b, a0, b0);
+  Tensor x = lax::linalg_solve(a, b);
+  return vector ? squeeze(x, {x.ndim() - 1}) : x;
+}
+
+Tensor inv(const Tensor& a0) {
+  ops_linalg_detail::check_square("inv", a0);
+  const DType d = is_floating(a0.dtype()) ? a0.dtype() : f64;
+  Tensor a = astype(a0, d);
+  Tensor identity = broadcast_to(eye(a.shape()[a.ndim() - 1], d), a.shape());
+  return lax::linalg_solve(a, identity);
 }
 
 }  // namespace fluxion

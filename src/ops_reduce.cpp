@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "fluxion/custom_rules.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
@@ -111,13 +112,24 @@ Tensor cumsum(const Tensor& x, int64_t axis) {
   return lax::cumsum(ops_reduce_detail::counting(x), a);
 }
 
+// The rule's tangent is softmax(x)·dx: a slice of only -inf gets weights 0 (not NaN), and
+// second derivatives differentiate the softmax instead of the shifted log-sum.
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   Tensor xf = ops_reduce_detail::to_inexact(x);
   std::vector<int64_t> ax = ops_reduce_detail::reduction_axes("logsumexp", axes, x.ndim());
-  // Shifting by the (constant) max keeps exp from overflowing; an all -inf slice gives -inf.
-  Tensor m = ops_reduce_detail::finite_shift(max(xf, ax));
-  Tensor shifted = xf - ops_reduce_detail::unreduce(m, xf.shape(), ax);
-  Tensor out = log(sum(exp(shifted), ax)) + m;
+  auto plain = [ax](const Tensor& v) {
+    // Shifting by the (constant) max keeps exp from overflowing; an all -inf slice gives -inf.
+    Tensor m = ops_reduce_detail::finite_shift(max(v, ax));
+    return log(sum(exp(v - ops_reduce_detail::unreduce(m, v.shape(), ax)), ax)) + m;
+  };
+  auto f = custom_jvp(plain, [ax, plain](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
+    const Tensor& v = std::get<0>(p);
+    Tensor out = plain(v);
+    Tensor finite = where(abs(out) < std::numeric_limits<double>::infinity(), out, 0.0);
+    Tensor weights = exp(v - ops_reduce_detail::unreduce(finite, v.shape(), ax));
+    return std::pair<Tensor, Tensor>{out, sum(weights * std::get<0>(t), ax)};
+  });
+  Tensor out = f(xf);
   return keepdims && !ax.empty() ? lax::expand_dims(out, ax) : out;
 }
 
@@ -137,9 +149,18 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
   return shifted - ops_reduce_detail::unreduce(log(sum(exp(shifted), a)), xf.shape(), a);
 }
 
+// At x = 0 the derivative x/|x| is 0/0; the rule uses the subgradient 0 there (first order).
 Tensor norm(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   Tensor xf = ops_reduce_detail::to_inexact(x);
-  return sqrt(sum(xf * xf, axes, keepdims));
+  std::vector<int64_t> ax = ops_reduce_detail::reduction_axes("norm", axes, x.ndim());
+  auto plain = [ax](const Tensor& v) { return sqrt(sum(v * v, ax)); };
+  auto f = custom_jvp(plain, [ax, plain](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
+    const Tensor& v = std::get<0>(p);
+    Tensor n = plain(v);
+    return std::pair<Tensor, Tensor>{n, sum(v * std::get<0>(t), ax) / where(n == 0.0, 1.0, n)};
+  });
+  Tensor out = f(xf);
+  return keepdims && !ax.empty() ? lax::expand_dims(out, ax) : out;
 }
 
 }  // namespace fluxion

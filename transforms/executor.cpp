@@ -640,7 +640,7 @@ int64_t Executable::intermediate_bytes() const {
 }
 
 std::shared_ptr<const Executable> compile_jaxpr(const Jaxpr& traced, Device device) {
-  auto optimized = std::make_shared<const Jaxpr>(passes::optimize(traced));
+  auto optimized = std::make_shared<const Jaxpr>(passes::optimize_for_execution(traced));
   auto exe = std::make_shared<const Executable>(optimized, device);
   // The same debug switch as the passes: show the plan the executor will run.
   static const bool dump = std::getenv("FLUXION_DUMP_PASSES") != nullptr;

@@ -1,14 +1,18 @@
-// inline_jit_calls: splices every jit_call's sub-Jaxpr into its caller, recursively, so the
-// passes and the fusion see one flat Jaxpr.
-#include "fluxion/jit.hpp"
+// inline_calls / inline_all_calls: splice the sub-Jaxprs of call-like primitives (Primitive::callee)
+// into their caller, recursively, so the passes and the fusion see one flat Jaxpr.
 #include "transforms/passes.hpp"
 
 namespace fluxion::passes {
 
 namespace inline_detail {
 
+/// True for equations whose sub-Jaxpr is spliced: transparent calls, or every call when `all`.
+bool inlined(const Equation& e, bool all) {
+  return e.primitive->callee && (all || e.primitive->callee_transparent);
+}
+
 /// Appends `sub`'s equations to `out`, reading sub's inputs from `args`; returns sub's outputs.
-std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& args) {
+std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& args, bool all) {
   std::vector<Atom> env(sub.avals.size());
   for (size_t i = 0; i < sub.invars.size(); ++i) env[sub.invars[i]] = args[i];
   for (size_t i = 0; i < sub.constvars.size(); ++i) {
@@ -21,8 +25,8 @@ std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& 
   for (const Equation& e : sub.equations) {
     std::vector<Atom> ins;
     for (const Atom& a : e.inputs) ins.push_back(read(a));
-    if (e.primitive == &jit_call_p()) {
-      std::vector<Atom> outs = splice(out, e.params->as<JitCallParams>().jaxpr(), ins);
+    if (inlined(e, all)) {
+      std::vector<Atom> outs = splice(out, e.primitive->callee(*e.params), ins, all);
       for (size_t k = 0; k < outs.size(); ++k) env[e.outputs[k]] = outs[k];
       continue;
     }
@@ -41,11 +45,9 @@ std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& 
   return results;
 }
 
-}  // namespace inline_detail
-
-Jaxpr inline_jit_calls(const Jaxpr& jaxpr) {
+Jaxpr inline_calls_impl(const Jaxpr& jaxpr, bool all) {
   bool any = false;
-  for (const Equation& e : jaxpr.equations) any |= e.primitive == &jit_call_p();
+  for (const Equation& e : jaxpr.equations) any |= inlined(e, all);
   if (!any) return jaxpr;
   Jaxpr out;
   std::vector<Atom> args;
@@ -54,8 +56,13 @@ Jaxpr inline_jit_calls(const Jaxpr& jaxpr) {
     out.invars.push_back(nv);
     args.push_back(Atom::of_var(nv));
   }
-  out.outputs = inline_detail::splice(out, jaxpr, args);
+  out.outputs = splice(out, jaxpr, args, all);
   return out;
 }
+
+}  // namespace inline_detail
+
+Jaxpr inline_calls(const Jaxpr& jaxpr) { return inline_detail::inline_calls_impl(jaxpr, false); }
+Jaxpr inline_all_calls(const Jaxpr& jaxpr) { return inline_detail::inline_calls_impl(jaxpr, true); }
 
 }  // namespace fluxion::passes

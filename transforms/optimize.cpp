@@ -25,11 +25,9 @@ Jaxpr run_pass(const char* name, Jaxpr (*pass)(const Jaxpr&), const Jaxpr& in) {
   return out;
 }
 
-}  // namespace optimize_detail
-
-Jaxpr optimize(const Jaxpr& jaxpr) {
-  using optimize_detail::run_pass;
-  Jaxpr current = run_pass("inline_jit_calls", &inline_jit_calls, jaxpr);
+/// Inlining by `inline_pass`, then rounds of simplify + cse + dce.
+Jaxpr pipeline(const char* inline_name, Jaxpr (*inline_pass)(const Jaxpr&), const Jaxpr& jaxpr) {
+  Jaxpr current = run_pass(inline_name, inline_pass, jaxpr);
   for (int round = 0; round < optimize_detail::kMaxRounds; ++round) {
     const size_t before = current.equations.size();
     current = run_pass("simplify", &simplify, current);
@@ -38,6 +36,14 @@ Jaxpr optimize(const Jaxpr& jaxpr) {
     if (current.equations.size() == before) break;
   }
   return current;
+}
+
+}  // namespace optimize_detail
+
+Jaxpr optimize(const Jaxpr& jaxpr) { return optimize_detail::pipeline("inline_calls", &inline_calls, jaxpr); }
+
+Jaxpr optimize_for_execution(const Jaxpr& jaxpr) {
+  return optimize_detail::pipeline("inline_all_calls", &inline_all_calls, jaxpr);
 }
 
 }  // namespace fluxion::passes

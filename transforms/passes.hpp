@@ -16,11 +16,16 @@ Jaxpr cse(const Jaxpr& jaxpr);
 /// and constant folding of small results, to a fixed point; every rewrite keeps the replaced aval.
 Jaxpr simplify(const Jaxpr& jaxpr);
 
-/// Replaces every jit_call equation by the equations of its sub-Jaxpr (defined in inline.cpp).
-Jaxpr inline_jit_calls(const Jaxpr& jaxpr);
+/// Replaces every transparent call (jit_call) by the equations of its sub-Jaxpr, recursively.
+Jaxpr inline_calls(const Jaxpr& jaxpr);
+/// Also inlines calls carrying rules of their own (custom_jvp_call, custom_vjp_call, checkpoint):
+/// only for Jaxprs that are executed, never transformed again.
+Jaxpr inline_all_calls(const Jaxpr& jaxpr);
 
-/// The pipeline of fx::jit: inline, then simplify, cse, dce until the equation count settles
-/// (at most 4 rounds), typechecking after each pass; FLUXION_DUMP_PASSES=1 prints each stage.
+/// The pipeline of fx::jit: inline_calls, then simplify, cse, dce until the equation count
+/// settles (at most 4 rounds), typechecking after each pass; FLUXION_DUMP_PASSES=1 prints each stage.
 Jaxpr optimize(const Jaxpr& jaxpr);
+/// optimize() for a plan about to be executed: every call is inlined first (inline_all_calls).
+Jaxpr optimize_for_execution(const Jaxpr& jaxpr);
 
 }  // namespace fluxion::passes

@@ -88,6 +88,12 @@ struct JvpJaxpr {
   std::vector<bool> out_nonzero;
 };
 JvpJaxpr jvp_jaxpr(const Jaxpr& j, const std::vector<bool>& nonzero, const std::vector<bool>& instantiate);
+/// Replays `j` under a fresh jvp interpreter named `name` on (primals[i], tangents[i]) pairs
+/// (an undefined tangent is a symbolic zero). Returns the output primals and tangents (undefined
+/// where symbolically zero).
+std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_eval_jaxpr(const Jaxpr& j, const std::vector<Tensor>& primals,
+                                                                   const std::vector<Tensor>& tangents,
+                                                                   const char* name);
 /// `j` batched: inputs of `avals` batched at dims[i] (or kNotMapped); batched outputs (and those
 /// with force[k]) at axis 0, marked in `out_batched`.
 struct BatchJaxpr {

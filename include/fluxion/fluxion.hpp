@@ -5,8 +5,10 @@
 /// translation unit (or the first notebook cell) to compile the implementation into it.
 #pragma once
 
+#include "fluxion/checkpoint.hpp"
 #include "fluxion/control_flow.hpp"
 #include "fluxion/cuda.hpp"
+#include "fluxion/custom_rules.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"
 #include "fluxion/eigen.hpp"

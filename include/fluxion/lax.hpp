@@ -94,4 +94,7 @@ Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis);
 /// transpose of gather. Out-of-range indices are clamped like gather's.
 Tensor scatter_add(const Tensor& operand, const Tensor& indices, const Tensor& updates, int64_t axis);
 
+/// The linalg_solve primitive (exact shapes: a (B..., n, n), b (B..., n, k), one float dtype).
+Tensor linalg_solve(const Tensor& a, const Tensor& b);
+
 }  // namespace fluxion::lax

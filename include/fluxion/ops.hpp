@@ -89,6 +89,8 @@ Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+/// log(1 + exp(x)) without overflow; its derivative is sigmoid(x) everywhere, x = 0 included.
+Tensor softplus(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);
@@ -119,7 +121,12 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor dot(const Tensor& a, const Tensor& b);
 /// Outer product of the flattened operands.
 Tensor outer(const Tensor& a, const Tensor& b);
-
+/// numpy.linalg.solve: x with a x = b for a (..., n, n) and b (..., n, k), or a vector b (n,) /
+/// (..., n) when b.ndim() == a.ndim() - 1; batch dims broadcast, ints become f64. Differentiable;
+/// an exactly singular matrix throws fluxion::Error.
+Tensor solve(const Tensor& a, const Tensor& b);
+/// numpy.linalg.inv: the inverse of each (..., n, n) matrix, as solve(a, identity). Prefer solve.
+Tensor inv(const Tensor& a);
 // ---- reductions: axes may be negative; empty axes means all ----
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);

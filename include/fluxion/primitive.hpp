@@ -16,6 +16,7 @@
 namespace fluxion {
 
 class Primitive;
+struct Jaxpr;
 
 /// Parameters of one primitive application (axes, shapes, dtypes...). Immutable once bound.
 class Params {
@@ -153,6 +154,10 @@ using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInte
 using BlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, void* out,
                              int64_t n);
 
+/// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
+/// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
+using CalleeRule = const Jaxpr& (*)(const Params& params);
+
 /// A primitive operation: defined once (in primitives/), with every rule in one place.
 class Primitive {
  public:
@@ -166,6 +171,11 @@ class Primitive {
   PartialEvalRule partial_eval = nullptr;
   /// CPU block kernel of an elementwise primitive (fusion); nullptr: never fused.
   BlockKernel block = nullptr;
+  /// Call-like primitives: the sub-Jaxpr; executed plans splice it into the caller.
+  CalleeRule callee = nullptr;
+  /// True when the primitive's rules are those of its sub-Jaxpr (jit_call), so passes may inline
+  /// it before any transform; false when it carries rules of its own (custom rules, checkpoint).
+  bool callee_transparent = false;
   /// Why a rule is intentionally absent (e.g. "not differentiable: integer output"); the rule
   /// coverage test accepts a missing rule only with a reason.
   std::string missing_rule_reason;
