@@ -43,6 +43,7 @@ std::vector<AbstractValue> select_shape_rule(const Primitive& self, const std::v
   return {on_true};
 }
 
+#if !FLUXION_LIGHT_KERNELS  // else the CPU slot takes the reference kernels (config.hpp)
 // The CPU kernel: Eigen's select, or a whole-array copy when pred is rank 0.
 void select_cpu_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   dispatch_dtype(in[1].dtype(), [&](auto tag) {
@@ -58,6 +59,7 @@ void select_cpu_kernel(const std::vector<Tensor>& in, const Params&, std::vector
     }
   });
 }
+#endif
 
 // The reference kernel: a plain loop; a rank-0 pred has stride 0.
 void select_reference_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
@@ -87,6 +89,7 @@ std::vector<AbstractValue> convert_shape_rule(const Primitive& self, const std::
   return {AbstractValue{in[0].shape, to}};
 }
 
+#if !FLUXION_LIGHT_KERNELS
 // Float -> integer with Eigen: NaN -> 0, clamp into the range where the cast is exact and defined,
 // and saturate values at or above From(max) (which may round up past max, e.g. f32(2^31-1) = 2^31).
 template <class To, class From, class In, class Out>
@@ -122,6 +125,7 @@ void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std
     });
   });
 }
+#endif
 
 // The reference kernel: a plain loop over the scalar conversion rules of the Tensor API.
 void convert_reference_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
@@ -214,7 +218,11 @@ const Primitive& select_p() {
     q.traits = elementwise_traits(/*linear=*/true);  // linear in on_true and on_false (pred is bool)
     q.shape_rule = &select_shape_rule;
     q.kernels[static_cast<size_t>(Backend::reference)] = &select_reference_kernel;
+#if FLUXION_LIGHT_KERNELS
+    q.kernels[static_cast<size_t>(Backend::cpu)] = &select_reference_kernel;
+#else
     q.kernels[static_cast<size_t>(Backend::cpu)] = &select_cpu_kernel;
+#endif
     q.jvp = &select_jvp;
     q.transpose = &select_transpose;
     q.batch = &select_batch;
@@ -230,7 +238,11 @@ const Primitive& convert_element_type_p() {
     q.traits = elementwise_traits();  // linear only float -> float, so not marked linear
     q.shape_rule = &convert_shape_rule;
     q.kernels[static_cast<size_t>(Backend::reference)] = &convert_reference_kernel;
+#if FLUXION_LIGHT_KERNELS
+    q.kernels[static_cast<size_t>(Backend::cpu)] = &convert_reference_kernel;
+#else
     q.kernels[static_cast<size_t>(Backend::cpu)] = &convert_cpu_kernel;
+#endif
     q.jvp = &convert_jvp;
     q.transpose = &convert_transpose;
     q.batch = &elementwise_batch_rule;

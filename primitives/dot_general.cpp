@@ -240,7 +240,7 @@ const Primitive& dot_general_p() {
     q.traits.linear = true;  // bilinear: linear in each operand
     q.shape_rule = &dot_general_shape_rule;
     q.kernels[static_cast<size_t>(Backend::reference)] = &dot_general_kernel<true>;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &dot_general_kernel<false>;
+    q.kernels[static_cast<size_t>(Backend::cpu)] = &dot_general_kernel<kLightKernels>;
     q.jvp = &dot_general_jvp;
     q.transpose = &dot_general_transpose;
     q.batch = &dot_general_batch;

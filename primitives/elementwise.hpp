@@ -111,7 +111,8 @@ Primitive make_unary(Traits traits = elementwise_traits()) {
   p.traits = traits;
   p.shape_rule = &unary_shape_rule<Op>;
   p.kernels[static_cast<size_t>(Backend::reference)] = &reference::unary_kernel<Op>;
-  p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
+  if constexpr (kLightKernels) p.kernels[static_cast<size_t>(Backend::cpu)] = &reference::unary_kernel<Op>;
+  else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
   p.block = &cpu::unary_block<Op>;
   p.batch = &elementwise_batch_rule;
   return p;
@@ -125,7 +126,8 @@ Primitive make_binary(Traits traits = elementwise_traits()) {
   p.traits = traits;
   p.shape_rule = &binary_shape_rule<Op>;
   p.kernels[static_cast<size_t>(Backend::reference)] = &reference::binary_kernel<Op>;
-  p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
+  if constexpr (kLightKernels) p.kernels[static_cast<size_t>(Backend::cpu)] = &reference::binary_kernel<Op>;
+  else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
   p.block = &cpu::binary_block<Op>;
   p.batch = &elementwise_batch_rule;
   return p;

@@ -50,7 +50,7 @@ std::shared_ptr<const Executable> JitCallParams::executable(Device device) const
   return exe;
 }
 
-void JitCallParams::print(std::ostream& os) const {
+FLUXION_REPL_INLINE void JitCallParams::print(std::ostream& os) const {
   std::ostringstream text;
   text << *jaxpr_;
   std::string s = text.str(), indented;
@@ -60,12 +60,12 @@ void JitCallParams::print(std::ostream& os) const {
   }
   os << "name=" << name_ << " jaxpr=" << indented;
 }
-bool JitCallParams::equals(const Params& other) const {
+FLUXION_REPL_INLINE bool JitCallParams::equals(const Params& other) const {
   const auto* o = dynamic_cast<const JitCallParams*>(&other);
   return o && o->jaxpr_ == jaxpr_;
 }
-size_t JitCallParams::hash() const { return std::hash<const void*>()(jaxpr_.get()); }
-std::shared_ptr<const Params> JitCallParams::clone() const { return std::make_shared<JitCallParams>(*this); }
+FLUXION_REPL_INLINE size_t JitCallParams::hash() const { return std::hash<const void*>()(jaxpr_.get()); }
+FLUXION_REPL_INLINE std::shared_ptr<const Params> JitCallParams::clone() const { return std::make_shared<JitCallParams>(*this); }
 
 namespace jit_call_detail {
 

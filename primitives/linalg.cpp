@@ -229,7 +229,7 @@ const Primitive& solve_p() {
     q.name = "linalg_solve";
     q.shape_rule = &solve_shape_rule;
     q.kernels[static_cast<size_t>(Backend::reference)] = &solve_kernel<true>;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &solve_kernel<false>;
+    q.kernels[static_cast<size_t>(Backend::cpu)] = &solve_kernel<kLightKernels>;
     q.jvp = &solve_jvp;
     q.transpose = &solve_transpose;
     q.batch = &solve_batch;

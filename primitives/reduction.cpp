@@ -412,7 +412,7 @@ Primitive make_primitive(const char* name, ShapeRule rule, Kernel reference, Ker
 
 template <class Op>
 Primitive make_reduce(bool linear = false) {
-  return make_primitive(Op::name, &reduce_shape_rule, &reduce_kernel<Op, true>, &reduce_kernel<Op, false>, linear);
+  return make_primitive(Op::name, &reduce_shape_rule, &reduce_kernel<Op, true>, &reduce_kernel<Op, kLightKernels>, linear);
 }
 
 const Primitive& reduce_sum_p() {
@@ -432,18 +432,18 @@ const Primitive& reduce_prod_p() {
   return p;
 }
 const Primitive& argmax_p() {
-  static const Primitive p = with_rules(make_primitive("argmax", &arg_shape_rule, &arg_kernel<true, true>, &arg_kernel<true, false>),
+  static const Primitive p = with_rules(make_primitive("argmax", &arg_shape_rule, &arg_kernel<true, true>, &arg_kernel<true, kLightKernels>),
                                        &zero_jvp_rule, nullptr, &arg_batch);
   return p;
 }
 const Primitive& argmin_p() {
-  static const Primitive p = with_rules(make_primitive("argmin", &arg_shape_rule, &arg_kernel<false, true>, &arg_kernel<false, false>),
+  static const Primitive p = with_rules(make_primitive("argmin", &arg_shape_rule, &arg_kernel<false, true>, &arg_kernel<false, kLightKernels>),
                                        &zero_jvp_rule, nullptr, &arg_batch);
   return p;
 }
 const Primitive& cumsum_p() {
   static const Primitive p =
-      with_rules(make_primitive("cumsum", &cumsum_shape_rule, &cumsum_kernel<true>, &cumsum_kernel<false>, /*linear=*/true),
+      with_rules(make_primitive("cumsum", &cumsum_shape_rule, &cumsum_kernel<true>, &cumsum_kernel<kLightKernels>, /*linear=*/true),
                  &linear_jvp_rule, &cumsum_transpose, &cumsum_batch);
   return p;
 }

@@ -59,7 +59,7 @@ if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   # -O0 -g1: sanitizer instrumentation at -O3 makes Eigen-heavy files compile ~5x slower, and
   # the suites are small. Debug keeps assertions on; CUDA is off (its runtime and ASan disagree).
-  run_suite asan build-asan -E '^(consumer_|repl_)' -- -DCMAKE_BUILD_TYPE=Debug \
+  run_suite asan build-asan -E '^(consumer_|repl_|notebooks)' -- -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF \
     -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF
 fi

@@ -28,7 +28,7 @@ Buffer::~Buffer() {
   else cpu_memory::deallocate(data_, static_cast<size_t>(nbytes_));
 }
 
-Tensor TracerImpl::concrete_value(const char* what) const {
+FLUXION_REPL_INLINE Tensor TracerImpl::concrete_value(const char* what) const {
   detail::fail<ConcretizationError>(
       what, "cannot convert a value traced by ", owner_->transform, " (", aval(),
       ") to a concrete value: under ", owner_->transform,

@@ -2,12 +2,17 @@
 // The implementation comes from FLUXION_IMPLEMENTATION, so an implementation file missing from
 // include/fluxion/implementation.hpp shows up here as an undefined symbol at link time, and
 // helpers that clash when every file shares one translation unit as a compile error.
+// It also builds with FLUXION_LIGHT_KERNELS=1, as a notebook does (see fluxion/config.hpp): the CPU
+// backend then runs the plain-loop kernels, checked here against values computed in the test.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #define FLUXION_IMPLEMENTATION
+#define FLUXION_LIGHT_KERNELS 1
 #include <fluxion/fluxion.hpp>
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -49,4 +54,35 @@ TEST_CASE("header-only: without the CUDA library, CUDA is reported unavailable")
   CHECK_FALSE(fx::cuda::is_available());
   CHECK(fx::cuda::device_count() == 0);
   CHECK_THROWS_AS(fx::device_put(fx::ones({2}), fx::Device::cuda(0)), fx::DeviceError);
+}
+
+TEST_CASE("header-only: the light CPU kernels (eager and fused under jit) compute the right values") {
+  static_assert(fx::kLightKernels, "this test runs the light kernels");
+  const int n = 1000;
+  std::vector<float> xs(n);
+  for (int i = 0; i < n; ++i) xs[i] = 0.01f * static_cast<float>(i - 500);
+  fx::Tensor x = fx::from_vector(xs);
+  auto f = [](const fx::Tensor& v) { return fx::tanh(v) * v + fx::exp(-(v * v)); };
+  fx::Tensor eager = f(x), jitted = fx::jit(f)(x);
+  fx::Tensor g = fx::jit(fx::grad([&](const fx::Tensor& v) { return fx::sum(f(v)); }))(x);
+  for (int i = 0; i < n; ++i) {
+    const double v = xs[i], t = std::tanh(v), want = t * v + std::exp(-v * v);
+    CHECK(eager.to_vector<float>()[i] == doctest::Approx(want).epsilon(1e-5));
+    CHECK(jitted.to_vector<float>()[i] == doctest::Approx(want).epsilon(1e-5));
+    CHECK(g.to_vector<float>()[i] == doctest::Approx((1 - t * t) * v + t - 2 * v * std::exp(-v * v)).epsilon(1e-4));
+  }
+  fx::Tensor m = fx::tensor({{0.0, 1.0, 2.0, 3.0}, {4.0, 5.0, 6.0, 7.0}, {8.0, 9.0, 10.0, 11.0}});
+  CHECK(fx::sum(m, {1}).to_vector<double>() == std::vector<double>{6, 22, 38});
+  CHECK(fx::max(m, {0}).to_vector<double>() == std::vector<double>{8, 9, 10, 11});
+  CHECK(fx::argmax(fx::tensor({1.0, 5.0, 2.0})).item<int64_t>() == 1);
+  CHECK(fx::matmul(m, fx::transpose(m)).to_vector<double>()[8] == 8 * 8 + 9 * 9 + 10 * 10 + 11 * 11);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(fx::astype(fx::tensor({1.7f, -2.5f, nan, 3e9f}), fx::i32).to_vector<int32_t>() ==
+        std::vector<int32_t>{1, -2, 0, std::numeric_limits<int32_t>::max()});
+  CHECK(fx::where(fx::tensor({1.0, -1.0}) > 0.0, fx::tensor({1.0, 2.0}), fx::tensor({3.0, 4.0})).to_vector<double>() ==
+        std::vector<double>{1, 4});
+  fx::Tensor a = fx::tensor({{4.0, 1.0}, {2.0, 3.0}}), b = fx::tensor({1.0, 2.0});
+  fx::Tensor sol = fx::solve(a, b);  // [[4 1] [2 3]] x = [1 2]: x = [0.1, 0.6]
+  CHECK(sol.to_vector<double>()[0] == doctest::Approx(0.1));
+  CHECK(sol.to_vector<double>()[1] == doctest::Approx(0.6));
 }

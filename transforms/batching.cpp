@@ -28,7 +28,7 @@ std::pair<Tensor, int64_t> BatchInterpreter::split(const Tensor& t) const {
   return {t, kNotMapped};
 }
 
-std::vector<Tensor> BatchInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
+FLUXION_REPL_INLINE std::vector<Tensor> BatchInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
                                               const Params& params) {
   std::vector<Tensor> values;
   std::vector<int64_t> dims;

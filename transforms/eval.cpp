@@ -37,7 +37,7 @@ Interpreter::Interpreter(const char* transform)
   tag_->level = parent_->level() + 1;
 }
 
-Interpreter::~Interpreter() { tag_->active = false; }
+FLUXION_REPL_INLINE Interpreter::~Interpreter() { tag_->active = false; }
 
 bool Interpreter::owns(const Tensor& t) const {
   const TensorImpl* p = t.impl().get();

@@ -15,7 +15,7 @@ std::pair<Tensor, Tensor> JvpInterpreter::split(const Tensor& t) const {
   return {t, Tensor()};
 }
 
-std::vector<Tensor> JvpInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
+FLUXION_REPL_INLINE std::vector<Tensor> JvpInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
                                             const Params& params) {
   std::vector<Tensor> primals, tangents;
   primals.reserve(inputs.size());

@@ -44,7 +44,7 @@ Atom StageInterpreter::atom_for(const Tensor& t, const char* op) {
   return Atom::of_var(v);
 }
 
-std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
+FLUXION_REPL_INLINE std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
                                               const Params& params) {
   if (forward_known_) {
     std::vector<bool> known(inputs.size());

@@ -80,15 +80,17 @@ void unary_block(DType dtype, const void* const* in, const bool*, void* out, int
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
       using R = decltype(Op::scalar(T{}));
-      if (n < kSmallBlock) {  // scalar code: Eigen's vector loop set-up dominates tiny blocks
+      if (kLightKernels || n < kSmallBlock) {  // scalar code: Eigen's vector set-up dominates tiny blocks
         const T* x = static_cast<const T*>(in[0]);
         R* y = static_cast<R*>(out);
         for (int64_t i = 0; i < n; ++i) y[i] = Op::scalar(x[i]);
         return;
       }
-      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> x(static_cast<const T*>(in[0]), n);
-      Eigen::Map<Eigen::Array<R, Eigen::Dynamic, 1>> y(static_cast<R*>(out), n);
-      y = elementwise_detail::unary_expr<Op>(x);
+      if constexpr (!kLightKernels) {
+        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> x(static_cast<const T*>(in[0]), n);
+        Eigen::Map<Eigen::Array<R, Eigen::Dynamic, 1>> y(static_cast<R*>(out), n);
+        y = elementwise_detail::unary_expr<Op>(x);
+      }
     }
   });
 }
@@ -104,21 +106,23 @@ void binary_block(DType dtype, const void* const* in, const bool* scalar, void* 
       using Map = Eigen::Map<const Array>;
       const T* a = static_cast<const T*>(in[0]);
       const T* b = static_cast<const T*>(in[1]);
-      if (n < kSmallBlock) {
+      if (kLightKernels || n < kSmallBlock) {
         const int64_t sa = scalar[0] ? 0 : 1, sb = scalar[1] ? 0 : 1;
         R* y = static_cast<R*>(out);
         for (int64_t i = 0; i < n; ++i) y[i] = Op::scalar(a[i * sa], b[i * sb]);
         return;
       }
-      Eigen::Map<Eigen::Array<R, Eigen::Dynamic, 1>> y(static_cast<R*>(out), n);
-      if (scalar[0] && !scalar[1])
-        y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Map(b, n));
-      else if (scalar[1] && !scalar[0])
-        y = elementwise_detail::binary_expr<Op>(Map(a, n), Array::Constant(n, b[0]));
-      else if (scalar[0] && scalar[1])
-        y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Array::Constant(n, b[0]));
-      else
-        y = elementwise_detail::binary_expr<Op>(Map(a, n), Map(b, n));
+      if constexpr (!kLightKernels) {
+        Eigen::Map<Eigen::Array<R, Eigen::Dynamic, 1>> y(static_cast<R*>(out), n);
+        if (scalar[0] && !scalar[1])
+          y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Map(b, n));
+        else if (scalar[1] && !scalar[0])
+          y = elementwise_detail::binary_expr<Op>(Map(a, n), Array::Constant(n, b[0]));
+        else if (scalar[0] && scalar[1])
+          y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Array::Constant(n, b[0]));
+        else
+          y = elementwise_detail::binary_expr<Op>(Map(a, n), Map(b, n));
+      }
     }
   });
 }

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <vector>
 
+#include "fluxion/config.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"
 #include "fluxion/errors.hpp"
