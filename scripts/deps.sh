@@ -7,7 +7,7 @@ set -euo pipefail
 # clang-tools-19 (clang-repl), nlohmann-json3-dev (notebook display), graphviz (Jaxpr drawings):
 # the notebook tests.
 required=(cmake g++ make libeigen3-dev libboost-dev doctest-dev libbenchmark-dev clang-tools-19
-          libopenblas-dev nlohmann-json3-dev graphviz)
+          libopenblas-dev nlohmann-json3-dev graphviz python3)
 optional=(ccache)
 
 missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }

@@ -226,6 +226,14 @@ TEST_CASE("custom_root: Newton solves differentiated implicitly match analytic d
   CHECK(std::fabs(fx::sum(ga * da).item<double>() - fd_a) <= 1e-7 + 1e-6 * std::fabs(fd_a));
 }
 
+TEST_CASE("custom_root: a residual whose shape differs from x gives a ShapeError naming custom_root") {
+  auto bad = [](const Tensor& x, const Tensor& th) { return fx::sum(x * x - th); };
+  auto solver = [](const Tensor&, const Tensor& th) { return fx::sqrt(th); };
+  Tensor th = fx::tensor({4.0, 9.0});
+  auto root = [&](const Tensor& t) { return fx::sum(fx::custom_root(bad, solver, fx::ones_like(t), t)); };
+  CHECK_THROWS_WITH_AS(fx::grad(root)(th), doctest::Contains("[custom_root]"), fx::ShapeError);
+}
+
 TEST_CASE("library rules: softplus, logsumexp and norm have finite derivatives where the formula is 0/0") {
   Tensor zero = fx::zeros({3}, fx::f64);
   // softplus'(0) = sigmoid(0) = 1/2 (the stable formula has kinks of max and abs there).

@@ -195,6 +195,10 @@ Tensor custom_root(R residual, S solver, const Tensor& x0, const Theta& theta) {
         // The root again, so that transforms enclosing this one also differentiate implicitly.
         Tensor x = custom_root(residual, solver, x_init, th);
         const int64_t n = x.size();
+        Tensor r0 = residual(x, th);
+        if (r0.shape() != x.shape())
+          detail::fail<ShapeError>("custom_root", "residual(x, theta) returned ", r0.aval(), " for x of ", x.aval(),
+                                   ". The residual must have x's shape (one equation per unknown).");
         Tensor jac = jacfwd([&](const Tensor& xx) { return reshape(Tensor(residual(xx, th)), {n}); })(x);
         Tensor rhs = jvp([&](const Theta& t) { return reshape(Tensor(residual(x, t)), {n}); }, std::make_tuple(th),
                          std::make_tuple(std::get<1>(tangents)))
