@@ -3,6 +3,7 @@
 #include "transforms/executor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -102,7 +103,10 @@ struct Executable::Plan {
 struct Executable::State {
   std::vector<Tensor> values;  // by variable
   std::vector<std::shared_ptr<Buffer>> buffers;
-  std::vector<double> scratch;  // threads x slots x kBlock elements (8 bytes each)
+  std::vector<double> scratch_storage;  // threads x slots x kBlock elements (8 bytes each), + slack
+  double* scratch = nullptr;            // scratch_storage aligned to 64 bytes: Eigen's block kernels
+                                        // peel unaligned heads with scalar code (scalar exp/tanh)
+  size_t scratch_size = 0;              // usable elements at `scratch`
   std::vector<char*> bases;
   std::vector<Tensor> in, out;
 };
@@ -437,7 +441,10 @@ std::unique_ptr<Executable::State> Executable::acquire() const {
     const Tensor& src = s->values[plan.view_source[out]];
     s->values[out] = make_view(src, j.avals[out]);
   }
-  s->scratch.resize(static_cast<size_t>(executor_detail::max_threads() * std::max(plan.max_scratch, 1) * kBlock));
+  s->scratch_size = static_cast<size_t>(executor_detail::max_threads() * std::max(plan.max_scratch, 1) * kBlock);
+  s->scratch_storage.resize(s->scratch_size + 8);
+  const auto addr = reinterpret_cast<uintptr_t>(s->scratch_storage.data());
+  s->scratch = s->scratch_storage.data() + ((64 - addr % 64) % 64) / sizeof(double);
   s->bases.resize(static_cast<size_t>(std::max(plan.max_externals, 1)));
   s->in.reserve(static_cast<size_t>(plan.max_inputs));
   s->out.reserve(static_cast<size_t>(plan.max_outputs));
@@ -588,19 +595,19 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
         const int64_t blocks = (step.n + kBlock - 1) / kBlock;
         const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
 #ifdef _OPENMP
-        const int threads = std::min<int>(executor_detail::max_threads(), static_cast<int>(s.scratch.size() / std::max<int64_t>(per_thread, 1)));
+        const int threads = std::min<int>(executor_detail::max_threads(), static_cast<int>(s.scratch_size / std::max<int64_t>(per_thread, 1)));
         if (step.n >= executor_detail::kParallelElements && threads > 1) {
 #pragma omp parallel num_threads(threads)
           {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
             const int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
-            executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch.data() + t * per_thread, b0, b1);
+            executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch + t * per_thread, b0, b1);
           }
           break;
         }
 #endif
         (void)per_thread;
-        executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch.data(), 0, blocks);
+        executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch, 0, blocks);
         break;
       }
       case Step::dynamic_view: {
