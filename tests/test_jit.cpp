@@ -200,6 +200,35 @@ TEST_CASE("jit: an elementwise chain runs as one fused group over blocks") {
   check_close(fx::jit(g)(x), g(x));
 }
 
+TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match eager") {
+  // A value broadcast along trailing dims is constant over runs of a block; the executor keeps
+  // such blocks as one value and feeds them to later members as scalars. Shapes where rows cross
+  // block boundaries (700, 5003 columns), rows longer than a block (2048), short rows (3), a last
+  // block shorter than a vector (8193 elements), and an output computed from broadcasts only.
+  struct Case {
+    fx::Shape v_shape, shape;
+    std::vector<int64_t> dims;
+  };
+  const std::vector<Case> cases = {
+      {{3}, {3, 700}, {0}},       {{5}, {5, 2048}, {0}},    {{2000}, {2000, 3}, {0}},
+      {{1}, {1, 5003}, {0}},      {{4}, {4, 3, 700}, {0}},  {{3, 2}, {3, 2, 1365}, {0, 1}},
+      {{8193}, {8193, 1}, {0}},   {{700}, {3, 700}, {1}},
+  };
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    for (const Case& c : cases) {
+      CAPTURE(c.shape);
+      auto f = [&](const fx::Tensor& v, const fx::Tensor& w) {
+        fx::Tensor t = fx::lax::broadcast_in_dim(v, c.shape, c.dims);
+        fx::Tensor u = fx::exp(t) * 0.5 + fx::tanh(t);  // from the broadcast only
+        return std::vector<fx::Tensor>{u * w + fx::sin(t) - w, fx::exp(-(t * t)) + 1.0};
+      };
+      fx::Tensor v = random_tensor(c.v_shape, dtype, 11);
+      fx::Tensor w = random_tensor(c.shape, dtype, 12);
+      check_close(fx::jit(f)(v, w), f(v, w));
+    }
+  }
+}
+
 TEST_CASE("jit: intermediate buffers are reused by liveness") {
   // Ten matrix products in a chain: only two intermediates are live at any time.
   auto f = [](const fx::Tensor& a) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 
 #include "transforms/fusion.hpp"
 #include "transforms/passes.hpp"
@@ -466,11 +467,19 @@ namespace executor_detail {
 void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len);
 
 /// Runs members of a fused step over blocks [b0, b1) with `scratch` (slots x kBlock elements).
+/// A scratch block holding one value repeated (a row of a broadcast along its last dims, or what
+/// was computed from such values only) is kept as that one value: `uniform[slot]`, and readers
+/// take it as a scalar operand. Outputs read outside the group are always written in full.
 void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int64_t b0, int64_t b1) {
   const void* in_ptrs[kMaxFusedInputs];
+  bool in_scalar[kMaxFusedInputs];
+  constexpr int kTracked = 64;
+  bool uniform[kTracked];
+  const bool track = step.scratch_slots <= kTracked;
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t start = b * kBlock;
     const int64_t len = std::min(kBlock, step.n - start);
+    if (track) std::fill(uniform, uniform + step.scratch_slots, false);
     auto ptr = [&](const FusedOperand& op) -> char* {
       switch (op.source) {
         case FusedOperand::literal: return const_cast<char*>(static_cast<const char*>(op.literal_ptr));
@@ -479,13 +488,42 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int
       }
     };
     for (const FusedMember& m : step.members) {
+      const bool to_scratch = track && m.output.source == FusedOperand::scratch;
       if (m.broadcast) {  // the operand is external: its base pointer, not offset by the block
-        run_broadcast(m, ptr(m.output), bases[m.inputs[0].index], start, len);
+        const int64_t inner = m.bdims.back();
+        const bool one_value = to_scratch && m.bsrc.back() == 0 && start % inner + len <= inner;
+        run_broadcast(m, ptr(m.output), bases[m.inputs[0].index], start, one_value ? 1 : len);
+        if (to_scratch) uniform[m.output.index] = one_value;
         continue;
       }
-      for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
-      m.block(m.in_dtype, in_ptrs, m.scalar, ptr(m.output), len);
+      bool all_scalar = true;
+      for (int i = 0; i < m.num_inputs; ++i) {
+        const FusedOperand& op = m.inputs[i];
+        in_ptrs[i] = ptr(op);
+        in_scalar[i] = m.scalar[i] || (track && op.source == FusedOperand::scratch && uniform[op.index]);
+        all_scalar = all_scalar && in_scalar[i];
+      }
+      const bool one_value = to_scratch && all_scalar;
+      m.block(m.in_dtype, in_ptrs, in_scalar, ptr(m.output), one_value ? 1 : len);
+      if (to_scratch) uniform[m.output.index] = one_value;
     }
+  }
+}
+
+/// `run` elements of S bytes from `src` with element stride `step` (0: one value repeated).
+template <int S>
+inline void copy_run(char* o, const char* src, int64_t run, int64_t step) {
+  using Bits = std::conditional_t<S == 1, uint8_t, std::conditional_t<S == 2, uint16_t,
+               std::conditional_t<S == 4, uint32_t, uint64_t>>>;
+  Bits* ob = reinterpret_cast<Bits*>(o);
+  if (step == 1) {
+    std::memcpy(o, src, static_cast<size_t>(run) * S);
+  } else if (step == 0) {  // a typed fill, so that the compiler vectorises it
+    Bits v;
+    std::memcpy(&v, src, S);
+    for (int64_t i = 0; i < run; ++i) ob[i] = v;
+  } else {
+    for (int64_t i = 0; i < run; ++i) std::memcpy(ob + i, src + i * step * S, S);
   }
 }
 
@@ -494,6 +532,17 @@ template <int S>
 void broadcast_block(char* out, const char* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
                      int64_t start, int64_t len) {
   const int nd = static_cast<int>(dims.size());
+  const int64_t inner = dims.back(), step = strides.back();
+  if (nd <= 2) {  // the common case after coalescing: rows of a matrix, no index carry
+    const int64_t outer_stride = nd == 2 ? strides[0] : 0;
+    int64_t row = start / inner, col = start % inner;
+    for (int64_t done = 0; done < len; col = 0, ++row) {
+      const int64_t run = std::min(inner - col, len - done);
+      copy_run<S>(out + done * S, src + (row * outer_stride + col * step) * S, run, step);
+      done += run;
+    }
+    return;
+  }
   int64_t idx[8];
   int64_t soff = 0, rem = start;
   for (int d = nd - 1; d >= 0; --d) {
@@ -501,19 +550,9 @@ void broadcast_block(char* out, const char* src, const std::vector<int64_t>& dim
     rem /= dims[static_cast<size_t>(d)];
     soff += idx[d] * strides[static_cast<size_t>(d)];
   }
-  const int64_t inner = dims.back(), step = strides.back();
   for (int64_t done = 0; done < len;) {
     const int64_t run = std::min(inner - idx[nd - 1], len - done);
-    char* o = out + done * S;
-    if (step == 1) {
-      std::memcpy(o, src + soff * S, static_cast<size_t>(run) * S);
-    } else if (step == 0) {
-      char v[S];
-      std::memcpy(v, src + soff * S, S);
-      for (int64_t i = 0; i < run; ++i) std::memcpy(o + i * S, v, S);
-    } else {
-      for (int64_t i = 0; i < run; ++i) std::memcpy(o + i * S, src + (soff + i * step) * S, S);
-    }
+    copy_run<S>(out + done * S, src + soff * S, run, step);
     done += run;
     idx[nd - 1] += run;
     soff += run * step;

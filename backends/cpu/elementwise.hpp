@@ -1,6 +1,7 @@
 /// CPU elementwise kernels: Eigen array expressions (vectorised) over flat buffers.
 #pragma once
 #include <Eigen/Core>
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -73,13 +74,19 @@ void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Ten
 /// Blocks shorter than this run as plain scalar loops.
 inline constexpr int64_t kSmallBlock = 8;
 
-/// Block form of unary_kernel for fused groups (see BlockKernel): n elements, unaligned pointers.
+/// Block form of unary_kernel for fused groups (see BlockKernel): n elements, unaligned pointers;
+/// a scalar input (scalar[0]) is one value and fills the block.
 template <class Op>
-void unary_block(DType dtype, const void* const* in, const bool*, void* out, int64_t n) {
+void unary_block(DType dtype, const void* const* in, const bool* scalar, void* out, int64_t n) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
       using R = decltype(Op::scalar(T{}));
+      if (scalar[0]) {  // one value, repeated over the block
+        const R v = Op::scalar(*static_cast<const T*>(in[0]));
+        std::fill(static_cast<R*>(out), static_cast<R*>(out) + n, v);
+        return;
+      }
       if (kLightKernels || n < kSmallBlock) {  // scalar code: Eigen's vector set-up dominates tiny blocks
         const T* x = static_cast<const T*>(in[0]);
         R* y = static_cast<R*>(out);
@@ -107,9 +114,11 @@ void binary_block(DType dtype, const void* const* in, const bool* scalar, void* 
       const T* a = static_cast<const T*>(in[0]);
       const T* b = static_cast<const T*>(in[1]);
       if (kLightKernels || n < kSmallBlock) {
-        const int64_t sa = scalar[0] ? 0 : 1, sb = scalar[1] ? 0 : 1;
+        // Scalar operands are read once: `out` may be the block a scalar operand lives in.
+        const T a0 = a[0], b0 = b[0];
+        const bool sa = scalar[0], sb = scalar[1];
         R* y = static_cast<R*>(out);
-        for (int64_t i = 0; i < n; ++i) y[i] = Op::scalar(a[i * sa], b[i * sb]);
+        for (int64_t i = 0; i < n; ++i) y[i] = Op::scalar(sa ? a0 : a[i], sb ? b0 : b[i]);
         return;
       }
       if constexpr (!kLightKernels) {
