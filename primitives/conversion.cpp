@@ -1,5 +1,6 @@
 // Conversion primitives: select (elementwise pred ? on_true : on_false) and convert_element_type
 // (any dtype to any dtype; float -> int saturates and maps NaN to 0, like detail::convert_scalar).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -104,15 +105,15 @@ void saturating_float_to_int(const In& x, Out& y) {
                         (x == x).select(x, From(0)).max(lo).min(hi).template cast<To>());
 }
 
-void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
-  const DType to = params.as<ConvertElementTypeParams>().new_dtype;
-  const int64_t n = in[0].size();
-  dispatch_dtype(in[0].dtype(), [&](auto from_tag) {
+// n elements from -> to; Align: Eigen::Aligned64 for whole tensors, Eigen::Unaligned for blocks.
+template <int Align>
+void convert_elements(const void* in, DType from, void* out, DType to, int64_t n) {
+  dispatch_dtype(from, [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
     dispatch_dtype(to, [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
-      cpu::ArrayMap<From> x(in[0].data<From>(), n);
-      cpu::MutableArrayMap<To> y(out[0].mutable_data<To>(), n);
+      Eigen::Map<const Eigen::Array<From, Eigen::Dynamic, 1>, Align> x(static_cast<const From*>(in), n);
+      Eigen::Map<Eigen::Array<To, Eigen::Dynamic, 1>, Align> y(static_cast<To*>(out), n);
       if constexpr (std::is_same_v<To, From>) {
         y = x;
       } else if constexpr (std::is_same_v<To, bool>) {
@@ -125,7 +126,34 @@ void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std
     });
   });
 }
+
+void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  convert_elements<Eigen::Aligned64>(in[0].array("convert_element_type").data(), in[0].dtype(),
+                                     out[0].array("convert_element_type").data(),
+                                     params.as<ConvertElementTypeParams>().new_dtype, in[0].size());
+}
 #endif
+
+// The block kernel of fused groups (BlockKernel): the CPU kernel's conversion over a block; a
+// scalar input is converted once and fills the block.
+void convert_block(DType from, const void* const* in, const bool* scalar, void* out, int64_t n, DType to) {
+  if (scalar[0] || kLightKernels) {
+    dispatch_dtype(from, [&](auto from_tag) {
+      using From = typename decltype(from_tag)::type;
+      dispatch_dtype(to, [&](auto to_tag) {
+        using To = typename decltype(to_tag)::type;
+        const From* x = static_cast<const From*>(in[0]);
+        To* y = static_cast<To*>(out);
+        if (scalar[0]) std::fill(y, y + n, detail::convert_scalar<To>(x[0]));
+        else for (int64_t i = 0; i < n; ++i) y[i] = detail::convert_scalar<To>(x[i]);
+      });
+    });
+    return;
+  }
+#if !FLUXION_LIGHT_KERNELS
+  convert_elements<Eigen::Unaligned>(in[0], from, out, to, n);
+#endif
+}
 
 // The reference kernel: a plain loop over the scalar conversion rules of the Tensor API.
 void convert_reference_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
@@ -243,6 +271,7 @@ const Primitive& convert_element_type_p() {
 #else
     q.kernels[static_cast<size_t>(Backend::cpu)] = &convert_cpu_kernel;
 #endif
+    q.block = &convert_block;
     q.jvp = &convert_jvp;
     q.transpose = &convert_transpose;
     q.batch = &elementwise_batch_rule;

@@ -229,6 +229,31 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
   }
 }
 
+TEST_CASE("jit: comparisons and dtype conversions fuse with the arithmetic around them") {
+  // relu's derivative (eq -> bool -> f32), a narrowing f64 -> f32 and a widening bool -> f64 in one
+  // group: converted blocks never overwrite inputs not read yet, whatever the element sizes.
+  auto f = [](const fx::Tensor& x, const fx::Tensor& y) {
+    fx::Tensor r = fx::maximum(x, 0.0);
+    fx::Tensor mask = fx::lax::convert_element_type(fx::lax::eq(x, r), fx::f32);
+    fx::Tensor narrow = fx::lax::convert_element_type(fx::lax::convert_element_type(y, fx::f64) * 3.0, fx::f32);
+    fx::Tensor wide = fx::lax::convert_element_type(fx::lax::gt(x, y), fx::f64);
+    return std::make_tuple(mask * y + narrow, wide + 1.0);
+  };
+  auto g = fx::grad([](const fx::Tensor& x) { return fx::sum(fx::maximum(x, 0.0) * x); });
+  for (int64_t n : {5, 1000, 5000}) {
+    fx::Tensor x = random_tensor({n}, fx::f32, 21), y = random_tensor({n}, fx::f32, 22);
+    auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(x, y), fx::Device::cpu());
+    CHECK_MESSAGE(exe->describe().find("convert_element_type") == std::string::npos, exe->describe());
+    auto [a, b] = fx::jit(f)(x, y);
+    auto [wa, wb] = f(x, y);
+    check_close(a, wa);
+    check_close(b, wb);
+    auto grad_exe = fx::compile_jaxpr(fx::make_jaxpr(g)(x), fx::Device::cpu());
+    CHECK_MESSAGE(grad_exe->describe().find("0 kernels, 1 fused groups") != std::string::npos, grad_exe->describe());
+    check_close(fx::jit(g)(x), g(x));
+  }
+}
+
 TEST_CASE("jit: intermediate buffers are reused by liveness") {
   // Ten matrix products in a chain: only two intermediates are live at any time.
   auto f = [](const fx::Tensor& a) {

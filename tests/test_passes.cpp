@@ -286,6 +286,32 @@ TEST_CASE("simplify: transpose, reshape and broadcast chains compose") {
         "  in (a, c, d, e) }");
 }
 
+TEST_CASE("simplify: a transposed sum of products is a sum of swapped products") {
+  // Weight gradients of two paths (a @ b + c @ d)^T and a scaled one: the products write the
+  // transposed layout; a transpose remains only where an operand cannot absorb it.
+  auto f = [](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d) {
+    fx::Tensor sum = lax::transpose(fx::matmul(a, b) + fx::matmul(c, d), {1, 0});
+    fx::Tensor scaled = lax::transpose(fx::matmul(a, b) * 2.0 - fx::matmul(c, d), {1, 0});
+    fx::Tensor mixed = lax::transpose(fx::matmul(a, b) + a, {1, 0});  // a is no product: kept
+    return std::make_tuple(sum, scaled, mixed);
+  };
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    Vec args = {random_tensor({3, 5}, dtype, 1), random_tensor({5, 5}, dtype, 2), random_tensor({3, 4}, dtype, 3),
+                random_tensor({4, 5}, dtype, 4)};
+    args[0] = random_tensor({5, 5}, dtype, 1);
+    args[2] = random_tensor({5, 4}, dtype, 3);
+    fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2], args[3]);
+    fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
+    int transposes = 0, products = 0;
+    for (const fx::Equation& e : out.equations) {
+      transposes += e.primitive->name == "transpose" ? 1 : 0;
+      products += e.primitive->name == "dot_general" ? 1 : 0;
+    }
+    CHECK_MESSAGE(transposes == 1, to_text(out));
+    CHECK_MESSAGE(products == 5, to_text(out));
+  }
+}
+
 TEST_CASE("simplify: movement, conversion and reduction that change nothing are removed") {
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x) {
     fx::Tensor a = lax::broadcast_in_dim(x, {2, 3}, {0, 1});

@@ -67,7 +67,7 @@ struct FusedMember {
   bool broadcast = false;
   std::vector<int64_t> bdims, bsrc;
   BlockKernel block = nullptr;
-  DType in_dtype = f32;
+  DType in_dtype = f32, out_dtype = f32;
   int num_inputs = 0;
   FusedOperand inputs[kMaxFusedInputs];  // inline: the block loop touches no other memory
   bool scalar[kMaxFusedInputs] = {};
@@ -242,6 +242,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     FusedMember member;
     member.block = e.primitive->block;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
+    member.out_dtype = j.avals[e.outputs[0]].dtype;
     if (is_fusible_broadcast(j, e)) {
       member.broadcast = true;
       broadcast_layout(j, e, member.bdims, member.bsrc);
@@ -265,15 +266,18 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
       member.scalar[member.num_inputs] = op.scalar;
       member.inputs[member.num_inputs++] = op;
     }
-    // Free scratch slots whose last reader is this member (the output may take one: members
-    // read a block before writing it).
-    for (const Atom& a : e.inputs)
-      if (!a.is_literal() && slot_of[a.var] >= 0 && last_read[a.var] == static_cast<int32_t>(m)) {
-        free_slots.push_back(slot_of[a.var]);
-        slot_of[a.var] = -1;
-      }
+    // Free scratch slots whose last reader is this member. The output may take one (members
+    // read a block before writing it), unless its elements are wider than the input's: a
+    // widening conversion in place would overwrite input elements not read yet.
     int32_t out = e.outputs[0];
     member.output.itemsize = itemsize_of(j.avals[out].dtype);
+    std::vector<int32_t> freed_after;
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal() && slot_of[a.var] >= 0 && last_read[a.var] == static_cast<int32_t>(m)) {
+        const bool widens = member.output.itemsize > itemsize_of(j.aval_of(a).dtype);
+        (widens ? freed_after : free_slots).push_back(slot_of[a.var]);
+        slot_of[a.var] = -1;
+      }
     if (uses_outside[out]) {
       member.output.source = FusedOperand::external;
       member.output.index = external(out);
@@ -288,6 +292,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
       }
       slot_of[out] = member.output.index;
     }
+    free_slots.insert(free_slots.end(), freed_after.begin(), freed_after.end());
     step.members.push_back(std::move(member));
   }
   return step;
@@ -504,7 +509,7 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int
         all_scalar = all_scalar && in_scalar[i];
       }
       const bool one_value = to_scratch && all_scalar;
-      m.block(m.in_dtype, in_ptrs, in_scalar, ptr(m.output), one_value ? 1 : len);
+      m.block(m.in_dtype, in_ptrs, in_scalar, ptr(m.output), one_value ? 1 : len, m.out_dtype);
       if (to_scratch) uniform[m.output.index] = one_value;
     }
   }

@@ -64,50 +64,117 @@ Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
   return std::nullopt;
 }
 
-// transpose(E(a, b...), q) of an elementwise E used only there, whose operands are rank 0,
-// transposes that q undoes, or broadcasts whose dims stay increasing once permuted: E applied to
-// the untransposed operands (the transposes around E disappear; jacfwd's basis leaves these).
+// The permutation that swaps a dot_general's lhs-free and rhs-free output dims (batch dims stay
+// first): transpose(dot_general(a, b), it) is dot_general(b, a).
+Axes swapped_product_permutation(Sweep& s, const Equation& dot) {
+  const AxisPair contract = simplify_detail::axis_pair_param(*dot.params, "contract");
+  const AxisPair batch = simplify_detail::axis_pair_param(*dot.params, "batch");
+  const int64_t nb = static_cast<int64_t>(batch.first.size());
+  const int64_t nlf = s.aval(dot.inputs[0]).ndim() - nb - static_cast<int64_t>(contract.first.size());
+  const int64_t nrf = s.aval(dot.inputs[1]).ndim() - nb - static_cast<int64_t>(contract.second.size());
+  Axes swapped;
+  for (int64_t k = 0; k < nb; ++k) swapped.push_back(k);
+  for (int64_t k = 0; k < nrf; ++k) swapped.push_back(nb + nlf + k);
+  for (int64_t k = 0; k < nlf; ++k) swapped.push_back(nb + k);
+  return swapped;
+}
+
+Tensor swapped_product(const Tensor& a, const Tensor& b, const Params& params) {
+  const AxisPair contract = simplify_detail::axis_pair_param(params, "contract");
+  const AxisPair batch = simplify_detail::axis_pair_param(params, "batch");
+  return lax::dot_general(b, a, AxisPair{contract.second, contract.first}, AxisPair{batch.second, batch.first});
+}
+
+// How a value is rebuilt in transposed layout (transpose(v, q)) without a transpose: a rank-0
+// value as is, the operand of a transpose that q undoes, a broadcast with permuted dims, a
+// product with swapped operands, or an elementwise op (used only there) of such values.
+struct Transposed {
+  enum Kind { as_is, untransposed, rebroadcast, product, elementwise } kind = as_is;
+  Axes dims;                             // rebroadcast: new broadcast_dimensions
+  const Equation* eqn = nullptr;         // product, elementwise
+  std::vector<Transposed> operands;      // elementwise
+  bool removes_transpose = false;        // some leaf is an undone transpose or a product
+};
+
+std::optional<Transposed> plan_transposed(Sweep& s, const Atom& a, const Axes& q, const Axes& inverse,
+                                          std::vector<Atom>& args, int depth) {
+  const auto& P = prims();
+  Transposed t;
+  if (s.aval(a).ndim() == 0) {
+    args.push_back(a);
+    return t;
+  }
+  if (const Equation* tr = s.produced_by(a, P.transpose)) {
+    const Axes p = simplify_detail::int_list_param(*tr->params, "permutation");
+    Axes composed;
+    for (int64_t k : q) composed.push_back(p[static_cast<size_t>(k)]);
+    if (!is_identity_permutation(composed)) return std::nullopt;
+    args.push_back(tr->inputs[0]);
+    t.kind = Transposed::untransposed;
+    t.removes_transpose = true;
+    return t;
+  }
+  if (const Equation* b = s.produced_by(a, P.broadcast)) {
+    for (int64_t d : simplify_detail::int_list_param(*b->params, "broadcast_dimensions"))
+      t.dims.push_back(inverse[static_cast<size_t>(d)]);
+    if (!std::is_sorted(t.dims.begin(), t.dims.end())) return std::nullopt;  // dims are distinct
+    args.push_back(b->inputs[0]);
+    t.kind = Transposed::rebroadcast;
+    return t;
+  }
+  const Equation* e = s.producer(a);
+  if (!e || s.uses(a) != 1 || e->outputs.size() != 1) return std::nullopt;  // never duplicate work
+  if (e->primitive == P.dot_general && swapped_product_permutation(s, *e) == q) {
+    args.push_back(e->inputs[0]);
+    args.push_back(e->inputs[1]);
+    t.kind = Transposed::product;
+    t.eqn = e;
+    t.removes_transpose = true;
+    return t;
+  }
+  if (!e->primitive->traits.elementwise || depth == 0) return std::nullopt;
+  t.kind = Transposed::elementwise;
+  t.eqn = e;
+  for (const Atom& x : e->inputs) {
+    std::optional<Transposed> o = plan_transposed(s, x, q, inverse, args, depth - 1);
+    if (!o) return std::nullopt;
+    t.removes_transpose = t.removes_transpose || o->removes_transpose;
+    t.operands.push_back(std::move(*o));
+  }
+  return t;
+}
+
+Tensor build_transposed(const Transposed& t, const std::vector<Tensor>& xs, size_t& next, const Shape& shape) {
+  switch (t.kind) {
+    case Transposed::as_is:
+    case Transposed::untransposed: return xs[next++];
+    case Transposed::rebroadcast: return lax::broadcast_in_dim(xs[next++], shape, t.dims);
+    case Transposed::product: {
+      next += 2;
+      return swapped_product(xs[next - 2], xs[next - 1], *t.eqn->params);
+    }
+    case Transposed::elementwise: break;
+  }
+  std::vector<Tensor> operands;
+  for (const Transposed& o : t.operands) operands.push_back(build_transposed(o, xs, next, shape));
+  return fluxion::bind1(*t.eqn->primitive, operands, *t.eqn->params);
+}
+
+// transpose(E(...), q) of an elementwise expression E (used only there) whose leaves Transposed
+// can rebuild in transposed layout, with at least one leaf that removes a transpose: E rebuilt on
+// those leaves (the transposes around E disappear; jacfwd's basis and sums of weight gradients
+// leave these). Depth-limited: expressions deeper than 4 stay as they are.
 Result transpose_through_elementwise(Sweep& s, const Equation& e, const Axes& q, const AbstractValue& out) {
   const Equation* inner = s.producer(e.inputs[0]);
-  if (!inner || !inner->primitive->traits.elementwise || inner->outputs.size() != 1 || s.uses(e.inputs[0]) != 1)
-    return std::nullopt;
-  const auto& P = prims();
+  if (!inner || !inner->primitive->traits.elementwise) return std::nullopt;
   Axes inverse(q.size());
   for (size_t k = 0; k < q.size(); ++k) inverse[static_cast<size_t>(q[k])] = static_cast<int64_t>(k);
   std::vector<Atom> args;
-  std::vector<std::optional<Axes>> rebroadcast;  // new broadcast_dimensions, or none: use as is
-  bool undoes_transpose = false;
-  for (const Atom& a : inner->inputs) {
-    if (s.aval(a).ndim() == 0) {
-      args.push_back(a);
-      rebroadcast.emplace_back();
-    } else if (const Equation* t = s.produced_by(a, P.transpose)) {
-      const Axes p = simplify_detail::int_list_param(*t->params, "permutation");
-      Axes composed;
-      for (int64_t k : q) composed.push_back(p[static_cast<size_t>(k)]);
-      if (!is_identity_permutation(composed)) return std::nullopt;
-      args.push_back(t->inputs[0]);
-      rebroadcast.emplace_back();
-      undoes_transpose = true;
-    } else if (const Equation* b = s.produced_by(a, P.broadcast)) {
-      Axes dims;
-      for (int64_t d : simplify_detail::int_list_param(*b->params, "broadcast_dimensions"))
-        dims.push_back(inverse[static_cast<size_t>(d)]);
-      if (!std::is_sorted(dims.begin(), dims.end())) return std::nullopt;  // dims are distinct
-      args.push_back(b->inputs[0]);
-      rebroadcast.emplace_back(std::move(dims));
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (!undoes_transpose) return std::nullopt;
-  const Primitive& op = *inner->primitive;
-  const std::shared_ptr<const Params> params = inner->params;
+  std::optional<Transposed> plan = plan_transposed(s, e.inputs[0], q, inverse, args, 4);
+  if (!plan || !plan->removes_transpose) return std::nullopt;
   return s.emit(out, args, [&](const std::vector<Tensor>& xs) {
-    std::vector<Tensor> operands;
-    for (size_t i = 0; i < xs.size(); ++i)
-      operands.push_back(rebroadcast[i] ? lax::broadcast_in_dim(xs[i], out.shape, *rebroadcast[i]) : xs[i]);
-    return fluxion::bind1(op, operands, *params);
+    size_t next = 0;
+    return build_transposed(*plan, xs, next, out.shape);
   });
 }
 
@@ -116,20 +183,10 @@ Result transpose_through_elementwise(Sweep& s, const Equation& e, const Axes& q,
 // a strided copy after it (per-example outer products of vmap(grad) end this way).
 Result transpose_of_product(Sweep& s, const Equation& e, const Axes& perm, const AbstractValue& out) {
   const Equation* dot = s.produced_by(e.inputs[0], prims().dot_general);
-  if (!dot || s.uses(e.inputs[0]) != 1) return std::nullopt;
-  const AxisPair contract = simplify_detail::axis_pair_param(*dot->params, "contract");
-  const AxisPair batch = simplify_detail::axis_pair_param(*dot->params, "batch");
-  const int64_t nb = static_cast<int64_t>(batch.first.size());
-  const int64_t nlf = s.aval(dot->inputs[0]).ndim() - nb - static_cast<int64_t>(contract.first.size());
-  const int64_t nrf = s.aval(dot->inputs[1]).ndim() - nb - static_cast<int64_t>(contract.second.size());
-  Axes swapped;
-  for (int64_t k = 0; k < nb; ++k) swapped.push_back(k);
-  for (int64_t k = 0; k < nrf; ++k) swapped.push_back(nb + nlf + k);
-  for (int64_t k = 0; k < nlf; ++k) swapped.push_back(nb + k);
-  if (perm != swapped) return std::nullopt;
-  return s.emit(out, {dot->inputs[1], dot->inputs[0]}, [&](const std::vector<Tensor>& xs) {
-    return lax::dot_general(xs[0], xs[1], AxisPair{contract.second, contract.first}, AxisPair{batch.second, batch.first});
-  });
+  if (!dot || s.uses(e.inputs[0]) != 1 || perm != swapped_product_permutation(s, *dot)) return std::nullopt;
+  const std::shared_ptr<const Params> params = dot->params;
+  return s.emit(out, {dot->inputs[0], dot->inputs[1]},
+                [&](const std::vector<Tensor>& xs) { return swapped_product(xs[0], xs[1], *params); });
 }
 
 // transpose(transpose(x, p1), p2) = transpose(x, c) with c[k] = p1[p2[k]]; identity c -> x.

@@ -77,7 +77,7 @@ inline constexpr int64_t kSmallBlock = 8;
 /// Block form of unary_kernel for fused groups (see BlockKernel): n elements, unaligned pointers;
 /// a scalar input (scalar[0]) is one value and fills the block.
 template <class Op>
-void unary_block(DType dtype, const void* const* in, const bool* scalar, void* out, int64_t n) {
+void unary_block(DType dtype, const void* const* in, const bool* scalar, void* out, int64_t n, DType) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
@@ -104,7 +104,7 @@ void unary_block(DType dtype, const void* const* in, const bool* scalar, void* o
 
 /// Block form of binary_kernel: a scalar operand (scalar[i]) is broadcast over the block.
 template <class Op>
-void binary_block(DType dtype, const void* const* in, const bool* scalar, void* out, int64_t n) {
+void binary_block(DType dtype, const void* const* in, const bool* scalar, void* out, int64_t n, DType) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {

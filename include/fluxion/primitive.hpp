@@ -150,9 +150,9 @@ using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInte
 
 /// Elementwise kernel over one block of `n` elements, used by fused groups in the executor:
 /// in[i] points at n elements of dtype `in_dtype`, or at one element when scalar[i] (broadcast).
-/// `out` receives n elements of the primitive's result dtype.
+/// `out` receives n elements of the result dtype `out_dtype`.
 using BlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, void* out,
-                             int64_t n);
+                             int64_t n, DType out_dtype);
 
 /// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
 /// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
