@@ -68,6 +68,10 @@ struct FusedMember {
   std::vector<int64_t> bdims, bsrc;
   BlockKernel block = nullptr;
   DType in_dtype = f32, out_dtype = f32;
+  // A reduce_sum member adds its operand's block into per-row sums: `row` elements per output
+  // element, `rows` outputs, the sums at accumulator offset `acc` (written out after the group).
+  bool reduce = false;
+  int64_t row = 0, rows = 0, acc = 0;
   int num_inputs = 0;
   FusedOperand inputs[kMaxFusedInputs];  // inline: the block loop touches no other memory
   bool scalar[kMaxFusedInputs] = {};
@@ -83,6 +87,7 @@ struct Step {
   std::vector<int32_t> externals;  // variables whose base pointers the members use
   std::vector<FusedMember> members;
   int32_t scratch_slots = 0;
+  int64_t accumulators = 0;  // doubles per thread for the reduce members' row sums
 };
 
 struct Executable::Plan {
@@ -97,6 +102,7 @@ struct Executable::Plan {
   std::vector<int32_t> output_vars;     // variables of Kind::output
   std::vector<int32_t> dynamic_views;   // cleared after each call
   int32_t max_scratch = 0;
+  int64_t max_accumulators = 0;
   int32_t max_externals = 0;
   int32_t max_inputs = 0, max_outputs = 0;
 };
@@ -108,6 +114,7 @@ struct Executable::State {
   double* scratch = nullptr;            // scratch_storage aligned to 64 bytes: Eigen's block kernels
                                         // peel unaligned heads with scalar code (scalar exp/tanh)
   size_t scratch_size = 0;              // usable elements at `scratch`
+  std::vector<double> accumulators;     // threads x plan.max_accumulators row sums
   std::vector<char*> bases;
   std::vector<Tensor> in, out;
 };
@@ -243,7 +250,13 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     member.block = e.primitive->block;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
     member.out_dtype = j.avals[e.outputs[0]].dtype;
-    if (is_fusible_broadcast(j, e)) {
+    if (const int64_t row = fusible_reduction_row(j, e); row > 0 && m > 0) {
+      member.reduce = true;
+      member.row = row;
+      member.rows = step.n / row;
+      member.acc = step.accumulators;
+      step.accumulators += member.rows;
+    } else if (is_fusible_broadcast(j, e)) {
       member.broadcast = true;
       broadcast_layout(j, e, member.bdims, member.bsrc);
     }
@@ -278,7 +291,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
         (widens ? freed_after : free_slots).push_back(slot_of[a.var]);
         slot_of[a.var] = -1;
       }
-    if (uses_outside[out]) {
+    if (uses_outside[out] || member.reduce) {
       member.output.source = FusedOperand::external;
       member.output.index = external(out);
       // Later members read it back from the external buffer.
@@ -392,6 +405,7 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
       for (int32_t v : step.externals)
         if (std::find(d.begin(), d.end(), v) == d.end()) r.push_back(v);
       plan.max_scratch = std::max(plan.max_scratch, step.scratch_slots);
+      plan.max_accumulators = std::max(plan.max_accumulators, step.accumulators);
       plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()));
       in_place.push_back(false);  // members write before later members read the same positions
       plan.steps.push_back(std::move(step));
@@ -451,6 +465,7 @@ std::unique_ptr<Executable::State> Executable::acquire() const {
   s->scratch_storage.resize(s->scratch_size + 8);
   const auto addr = reinterpret_cast<uintptr_t>(s->scratch_storage.data());
   s->scratch = s->scratch_storage.data() + ((64 - addr % 64) % 64) / sizeof(double);
+  s->accumulators.resize(static_cast<size_t>(executor_detail::max_threads() * plan.max_accumulators));
   s->bases.resize(static_cast<size_t>(std::max(plan.max_externals, 1)));
   s->in.reserve(static_cast<size_t>(plan.max_inputs));
   s->out.reserve(static_cast<size_t>(plan.max_outputs));
@@ -471,11 +486,59 @@ namespace executor_detail {
 
 void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len);
 
+/// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
+/// value when `one`) into the row sums `acc` (double, whatever the operand's float type).
+void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, int64_t start, int64_t len) {
+  dispatch_dtype(m.in_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = reinterpret_cast<const T*>(src);
+      int64_t r = start / m.row, c = start % m.row;
+      for (int64_t done = 0; done < len; c = 0, ++r) {
+        const int64_t run = std::min(m.row - c, len - done);
+        if (one) {
+          acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
+        } else {  // four partial sums: independent adds the compiler can put in vector lanes
+          const T* p = x + done;
+          double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t i = 0;
+          for (; i + 4 <= run; i += 4) {
+            s0 += static_cast<double>(p[i]);
+            s1 += static_cast<double>(p[i + 1]);
+            s2 += static_cast<double>(p[i + 2]);
+            s3 += static_cast<double>(p[i + 3]);
+          }
+          for (; i < run; ++i) s0 += static_cast<double>(p[i]);
+          acc[r] += (s0 + s1) + (s2 + s3);
+        }
+        done += run;
+      }
+    }
+  });
+}
+
+/// Writes the row sums of a step's reduce members (summed over `threads` accumulator sets).
+void write_row_sums(const Step& step, char* const* bases, const double* accumulators, int64_t stride, int threads) {
+  for (const FusedMember& m : step.members) {
+    if (!m.reduce) continue;
+    dispatch_dtype(m.out_dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* out = reinterpret_cast<T*>(bases[m.output.index]);
+      for (int64_t r = 0; r < m.rows; ++r) {
+        double sum = 0;
+        for (int t = 0; t < threads; ++t) sum += accumulators[t * stride + m.acc + r];
+        out[r] = static_cast<T>(sum);
+      }
+    });
+  }
+}
+
 /// Runs members of a fused step over blocks [b0, b1) with `scratch` (slots x kBlock elements).
 /// A scratch block holding one value repeated (a row of a broadcast along its last dims, or what
 /// was computed from such values only) is kept as that one value: `uniform[slot]`, and readers
 /// take it as a scalar operand. Outputs read outside the group are always written in full.
-void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int64_t b0, int64_t b1) {
+void run_fused_blocks(const Step& step, char* const* bases, double* scratch, double* accumulators, int64_t b0,
+                      int64_t b1) {
   const void* in_ptrs[kMaxFusedInputs];
   bool in_scalar[kMaxFusedInputs];
   constexpr int kTracked = 64;
@@ -494,6 +557,12 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, int
     };
     for (const FusedMember& m : step.members) {
       const bool to_scratch = track && m.output.source == FusedOperand::scratch;
+      if (m.reduce) {
+        const FusedOperand& op = m.inputs[0];
+        const bool one = m.scalar[0] || (track && op.source == FusedOperand::scratch && uniform[op.index]);
+        add_row_sums(m, ptr(op), one, accumulators + m.acc, start, len);
+        continue;
+      }
       if (m.broadcast) {  // the operand is external: its base pointer, not offset by the block
         const int64_t inner = m.bdims.back();
         const bool one_value = to_scratch && m.bsrc.back() == 0 && start % inner + len <= inner;
@@ -638,20 +707,30 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
           s.bases[k] = static_cast<char*>(s.values[step.externals[k]].array("jit").data());
         const int64_t blocks = (step.n + kBlock - 1) / kBlock;
         const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
+        const int64_t acc_stride = plan.max_accumulators;
+        int threads = 1;
 #ifdef _OPENMP
-        const int threads = std::min<int>(executor_detail::max_threads(), static_cast<int>(s.scratch_size / std::max<int64_t>(per_thread, 1)));
-        if (step.n >= executor_detail::kParallelElements && threads > 1) {
+        threads = std::min<int>(executor_detail::max_threads(), static_cast<int>(s.scratch_size / std::max<int64_t>(per_thread, 1)));
+        if (step.n < executor_detail::kParallelElements) threads = 1;
+#endif
+        if (step.accumulators > 0)
+          std::fill(s.accumulators.begin(), s.accumulators.begin() + threads * acc_stride, 0.0);
+#ifdef _OPENMP
+        if (threads > 1) {
 #pragma omp parallel num_threads(threads)
           {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
             const int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
-            executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch + t * per_thread, b0, b1);
+            executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch + t * per_thread,
+                                              s.accumulators.data() + t * acc_stride, b0, b1);
           }
-          break;
-        }
+        } else
 #endif
-        (void)per_thread;
-        executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch, 0, blocks);
+        {
+          executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch, s.accumulators.data(), 0, blocks);
+        }
+        if (step.accumulators > 0)
+          executor_detail::write_row_sums(step, s.bases.data(), s.accumulators.data(), acc_stride, threads);
         break;
       }
       case Step::dynamic_view: {
@@ -673,7 +752,10 @@ std::string Executable::describe() const {
   for (const Step& step : plan.steps) {
     if (step.type == Step::fused) {
       ++fused;
-      os << "fused[" << step.members.size() << " ops, n=" << step.n << ", scratch=" << step.scratch_slots << "]\n";
+      const auto reductions = std::count_if(step.members.begin(), step.members.end(), [](const FusedMember& m) { return m.reduce; });
+      os << "fused[" << step.members.size() << " ops, n=" << step.n << ", scratch=" << step.scratch_slots;
+      if (reductions > 0) os << ", " << reductions << " row sums";
+      os << "]\n";
     } else if (step.type == Step::kernel) {
       ++kernels;
       os << step.eqn->primitive->name << "\n";

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "transforms/simplify.hpp"
+
 namespace fluxion {
 
 bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e) {
@@ -13,6 +15,21 @@ bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e) {
   if (e.primitive != broadcast || e.inputs[0].is_literal()) return false;
   const Shape& out = jaxpr.avals[e.outputs[0]].shape;
   return out.num_elements() > 0 && out.size() <= 8 && jaxpr.aval_of(e.inputs[0]).shape.size() > 0;
+}
+
+int64_t fusible_reduction_row(const Jaxpr& jaxpr, const Equation& e) {
+  static const Primitive* reduce_sum = find_primitive("reduce_sum");
+  if (e.primitive != reduce_sum || e.inputs[0].is_literal()) return 0;
+  const AbstractValue& in = jaxpr.aval_of(e.inputs[0]);
+  if ((in.dtype != f32 && in.dtype != f64) || in.shape.num_elements() == 0) return 0;
+  const std::vector<int64_t> axes = passes::simplify_detail::int_list_param(*e.params, "axes");
+  const int64_t rank = in.shape.size(), k = static_cast<int64_t>(axes.size());
+  int64_t row = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    if (axes[static_cast<size_t>(i)] != rank - k + i) return 0;  // sorted, so: the last k dims
+    row *= in.shape[rank - k + i];
+  }
+  return k > 0 && row >= 2 ? row : 0;
 }
 
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
@@ -49,9 +66,23 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
     ids.erase(it->first);
     open.erase(it);
   };
+  // Outputs of reductions that end a group: readers always wait for the whole group.
+  std::vector<bool> reduced(jaxpr.avals.size(), false);
   int next_id = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(jaxpr.equations.size()); ++i) {
     const Equation& e = jaxpr.equations[i];
+    // A sum over trailing dims of a value computed by an open group joins it (the group keeps
+    // per-row sums instead of writing the value out for a separate reduction kernel).
+    if (backend == Backend::cpu && fusible_reduction_row(jaxpr, e) > 0 && open_id[e.inputs[0].var] >= 0) {
+      const int id = open_id[e.inputs[0].var];
+      auto it = ids.find(jaxpr.aval_of(e.inputs[0]).shape.dims());
+      if (it != ids.end() && it->second == id) {
+        open[it->first].push_back(i);
+        open_id[e.outputs[0]] = id;
+        reduced[e.outputs[0]] = true;
+        continue;
+      }
+    }
     const bool fuse = fusible(jaxpr, e, backend);
     std::vector<int64_t> key;
     if (fuse) key = jaxpr.avals[e.outputs[0]].shape.dims();
@@ -59,7 +90,7 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
     for (const Atom& a : e.inputs) {
       if (a.is_literal() || open_id[a.var] < 0) continue;
       int id = open_id[a.var];
-      if (fuse) {
+      if (fuse && !reduced[a.var]) {
         auto it = ids.find(key);
         if (it != ids.end() && it->second == id) continue;  // same group
       }

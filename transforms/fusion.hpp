@@ -17,6 +17,10 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
 /// block from the operand instead of materialising it).
 bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e);
 
+/// The number of input elements per output element when `e` is a reduce_sum a fused group can
+/// end with (floating dtype, the trailing dims reduced, at least 2 elements per output), else 0.
+int64_t fusible_reduction_row(const Jaxpr& jaxpr, const Equation& e);
+
 /// True when equation `e` may join a fused group on `backend`.
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend);
 
