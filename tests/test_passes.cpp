@@ -573,3 +573,168 @@ TEST_CASE("optimize: every primitive's samples keep their values, staged and wit
   MESSAGE("optimize sample checks: " << checks);
   CHECK(checks > 100);
 }
+
+// ---------------------------------------------------------------- products (simplify_products.cpp)
+
+namespace {
+
+/// The equations of `j` applying primitive `name`.
+std::vector<const fx::Equation*> equations_of(const fx::Jaxpr& j, const std::string& name) {
+  std::vector<const fx::Equation*> out;
+  for (const fx::Equation& e : j.equations)
+    if (e.primitive->name == name) out.push_back(&e);
+  return out;
+}
+
+/// The number of dot_general equations with an operand made by broadcast_in_dim.
+int products_of_broadcasts(const fx::Jaxpr& j) {
+  std::vector<int32_t> broadcast;
+  for (const fx::Equation* e : equations_of(j, "broadcast_in_dim")) broadcast.push_back(e->outputs[0]);
+  int count = 0;
+  for (const fx::Equation* e : equations_of(j, "dot_general"))
+    for (const fx::Atom& a : e->inputs)
+      count += !a.is_literal() && std::find(broadcast.begin(), broadcast.end(), a.var) != broadcast.end() ? 1 : 0;
+  return count;
+}
+
+/// The most elements any output of a `name` equation of `j` has (0 when there is none).
+int64_t largest_value(const fx::Jaxpr& j, const std::string& name) {
+  int64_t n = 0;
+  for (const fx::Equation* e : equations_of(j, name)) n = std::max(n, j.avals[e->outputs[0]].shape.num_elements());
+  return n;
+}
+
+/// dot_general(broadcast_in_dim(x, shape, dims), y) or, with `on_rhs`, dot_general(y, broadcast(x));
+/// with `reduced`, summed over its last dim.
+fx::Jaxpr broadcast_product(const fx::Tensor& x, const fx::Tensor& y, const fx::Shape& shape, const std::vector<int64_t>& dims,
+                            const fx::AxisPair& contract, const fx::AxisPair& batch, bool on_rhs, bool reduced) {
+  return fx::make_jaxpr([&](const fx::Tensor& a, const fx::Tensor& b) {
+    fx::Tensor s = lax::broadcast_in_dim(a, shape, dims);
+    fx::Tensor p = on_rhs ? lax::dot_general(b, s, contract, batch) : lax::dot_general(s, b, contract, batch);
+    return reduced ? lax::reduce_sum(p, {p.ndim() - 1}) : p;
+  })(x, y);
+}
+
+}  // namespace
+
+TEST_CASE("products: a broadcast operand's constant dims are skipped by the product") {
+  // Each case: x, its broadcast (shape, dims), the other operand y, the pairs (broadcast side
+  // first); the broadcast operand is tried as the lhs and, with the pairs mirrored, as the rhs.
+  struct Case {
+    const char* what;
+    fx::Shape x, shape;
+    std::vector<int64_t> dims;
+    fx::Shape y;
+    fx::AxisPair contract, batch;
+  };
+  const std::vector<Case> cases{
+      {"new free dim", {3, 4}, {3, 5, 4}, {0, 2}, {4, 6}, {{2}, {0}}, {{}, {}}},
+      {"size-1 free dim expanded", {3, 1, 4}, {3, 5, 4}, {0, 1, 2}, {4, 6}, {{2}, {0}}, {{}, {}}},
+      {"batch dim (not in front)", {4, 3}, {4, 5, 3}, {0, 2}, {3, 5, 2}, {{2}, {0}}, {{1}, {1}}},
+      {"batch dim of size-1 source", {1, 4, 3}, {5, 4, 3}, {0, 1, 2}, {5, 3, 2}, {{2}, {1}}, {{0}, {0}}},
+      {"contracted dim", {3}, {3, 4}, {0}, {4, 6}, {{1}, {0}}, {{}, {}}},
+      {"contracted and free dims", {4}, {2, 4, 3}, {1}, {3, 5}, {{2}, {0}}, {{}, {}}},
+      {"every dim (rank-0 source)", {}, {3, 4}, {}, {4, 2}, {{1}, {0}}, {{}, {}}},
+      {"batch, free and contracted", {2}, {5, 2, 3, 4}, {1}, {4, 5, 3, 6}, {{2}, {2}}, {{0, 3}, {1, 0}}},
+      {"size-1 dims kept", {1, 4}, {1, 3, 4}, {0, 2}, {4, 1}, {{2}, {0}}, {{}, {}}},
+  };
+  for (const Case& c : cases) {
+    for (fx::DType dtype : {fx::f32, fx::f64, fx::i32}) {
+      for (bool on_rhs : {false, true}) {
+        CAPTURE(std::string(c.what));
+        CAPTURE(on_rhs);
+        CAPTURE(fx::dtype_name(dtype));
+        auto side = [&](const fx::AxisPair& p) { return on_rhs ? fx::AxisPair{p.second, p.first} : p; };
+        Vec args{random_tensor(c.x, dtype, 70), random_tensor(c.y, dtype, 71)};
+        // Reduced, the product is always rewritten: a transpose it needs moves into the sum.
+        fx::Jaxpr j = broadcast_product(args[0], args[1], c.shape, c.dims, side(c.contract), side(c.batch), on_rhs, true);
+        fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
+        CHECK_MESSAGE(products_of_broadcasts(out) == 0, to_text(out));
+        for (const fx::Equation* e : equations_of(out, "dot_general"))  // reads x itself
+          for (const fx::Atom& a : e->inputs) CHECK_MESSAGE(out.aval_of(a).shape != c.shape, to_text(out));
+        // Returned as is, the product is rewritten only where no transpose of it is needed.
+        j = broadcast_product(args[0], args[1], c.shape, c.dims, side(c.contract), side(c.batch), on_rhs, false);
+        out = passes::dce(checked(&passes::simplify, j, args));
+        const int64_t size = j.out_avals()[0].shape.num_elements();
+        CHECK_MESSAGE(largest_value(out, "transpose") < size, to_text(out));
+      }
+    }
+  }
+  // The batch dim not in front, broadcast on the lhs: one GEMM would need a transpose after it.
+  Vec args{random_tensor({4, 3}, fx::f64, 72), random_tensor({3, 5, 2}, fx::f64, 73)};
+  fx::Jaxpr j = broadcast_product(args[0], args[1], {4, 5, 3}, {0, 2}, {{2}, {0}}, {{1}, {1}}, false, false);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, j, args))) == to_text(j));
+}
+
+TEST_CASE("products: a difference of broadcasts is distributed over the product when cheaper") {
+  // The GMM centring (bench W8): |Q_k (x_i - mu_k)|^2 for K components, n points, d dims. The
+  // [K, n, d] centred points are never made: x times every Q_k is one product, mu_k times Q_k a
+  // small one, and the transpose the first leaves moves into the reduction, onto [n, K].
+  auto product = [](const fx::Tensor& x, const fx::Tensor& means, const fx::Tensor& q) {
+    fx::Tensor xc = fx::expand_dims(x, 0) - fx::expand_dims(means, 1);  // [K, n, d]
+    return fx::matmul(xc, fx::transpose(q, {0, 2, 1}));
+  };
+  auto f = [&](const fx::Tensor& x, const fx::Tensor& means, const fx::Tensor& q) {
+    return fx::sum(fx::square(product(x, means, q)), {2});
+  };
+  const int64_t K = 4, n = 7, d = 3;
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    Vec args{random_tensor({n, d}, dtype, 80), random_tensor({K, d}, dtype, 81), random_tensor({K, d, d}, dtype, 82)};
+    fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2]);
+    REQUIRE(largest_value(j, "broadcast_in_dim") == K * n * d);
+    fx::Jaxpr out = checked(&passes::optimize, j, args);
+    CHECK_MESSAGE(products_of_broadcasts(out) == 0, to_text(out));
+    CHECK_MESSAGE(equations_of(out, "dot_general").size() == 2, to_text(out));
+    CHECK_MESSAGE(largest_value(out, "transpose") < K * n * d, to_text(out));  // [n, K] and Q's, not [K, n, d]
+    // What remains [K, n, d]-sized: the products' results, not the centred points.
+    for (const fx::Equation* e : equations_of(out, "dot_general"))
+      for (const fx::Atom& a : e->inputs) CHECK(out.aval_of(a).shape.num_elements() < K * n * d);
+    // The product itself (whose sign the square hid): a transpose of the large product remains.
+    fx::Jaxpr p = checked(&passes::optimize, fx::make_jaxpr(product)(args[0], args[1], args[2]), args);
+    CHECK_MESSAGE(products_of_broadcasts(p) == 0, to_text(p));
+  }
+}
+
+TEST_CASE("products: a sum is not distributed when that would cost more") {
+  const int64_t K = 4, n = 7, d = 3;
+  Vec args{random_tensor({K, n, d}, fx::f64, 83), random_tensor({K, d}, fx::f64, 84), random_tensor({K, d, d}, fx::f64, 85)};
+  auto count_products = [&](auto f) {
+    fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2]);
+    return equations_of(checked(&passes::optimize, j, args), "dot_general").size();
+  };
+  // x is no broadcast: splitting would compute the full product and a small one.
+  CHECK(count_products([](const fx::Tensor& x, const fx::Tensor& m, const fx::Tensor& q) {
+          return lax::dot_general(x - fx::expand_dims(m, 1), q, {{2}, {1}}, {{0}, {0}});
+        }) == 1);
+  // The difference is needed anyway (also an output): nothing would be saved.
+  CHECK(count_products([](const fx::Tensor& x, const fx::Tensor& m, const fx::Tensor& q) {
+          fx::Tensor x0 = lax::reshape(lax::slice(x, {0, 0, 0}, {1, n, d}), {n, d});
+          fx::Tensor xc = fx::expand_dims(x0, 0) - fx::expand_dims(m, 1);
+          return std::make_tuple(lax::dot_general(xc, q, {{2}, {1}}, {{0}, {0}}), xc);
+        }) == 1);
+  // Both terms constant only along the batch dim: two full products for one.
+  CHECK(count_products([](const fx::Tensor& x, const fx::Tensor& m, const fx::Tensor& q) {
+          fx::Tensor a = lax::broadcast_in_dim(lax::slice(x, {0, 0, 0}, {1, n, d}), {K, n, d}, {0, 1, 2});
+          fx::Tensor b = lax::broadcast_in_dim(lax::slice(x, {1, 0, 0}, {2, n, d}), {K, n, d}, {0, 1, 2});
+          return lax::dot_general(a + b, q, {{2}, {1}}, {{0}, {0}});
+        }) == 1);
+}
+
+TEST_CASE("products: a transpose moves past elementwise ops into the reduction after them") {
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
+    fx::Tensor t = lax::transpose(x, {1, 2, 0});                                // [3, 4, 2]
+    fx::Tensor y = lax::mul(t, t) - lax::broadcast_in_dim(v, {3, 4, 2}, {0, 1});  // v: [3, 4]
+    return lax::reduce_max(lax::exp(y), {1});                                    // [3, 2]
+  })(fx::ones({2, 3, 4}), fx::ones({3, 4}));
+  fx::Jaxpr out = passes::dce(
+      checked(&passes::simplify, j, {random_tensor({2, 3, 4}, fx::f64, 86), random_tensor({3, 4}, fx::f64, 87)}));
+  CHECK(to_text(out) ==
+        "{ lambda ; a:f64[2,3,4] b:f64[3,4]. let\n"
+        "    c:f64[2,3,4] = mul a a\n"
+        "    d:f64[2,3,4] = broadcast_in_dim[shape=(2,3,4) broadcast_dimensions=(1,2)] b\n"
+        "    e:f64[2,3,4] = sub c d\n"
+        "    f:f64[2,3,4] = exp e\n"
+        "    g:f64[2,3] = reduce_max[axes=(2,)] f\n"
+        "    h:f64[3,2] = transpose[permutation=(1,0)] g\n"
+        "  in (h,) }");
+}

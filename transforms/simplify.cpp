@@ -1,5 +1,6 @@
-// simplify: sweeps the rules of simplify_algebra.cpp and simplify_seeds.cpp and folds small
-// constants, to a fixed point. Every rewrite replaces a variable by an atom of the same aval.
+// simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp and simplify_products.cpp
+// and folds small constants, to a fixed point. Every rewrite replaces a variable by an atom of the
+// same aval.
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -138,6 +139,18 @@ void Sweep::keep(Equation e) {
   grow();
   for (int32_t v : e.outputs) def_[v] = static_cast<int32_t>(kept_.size());
   kept_.push_back(std::move(e));
+}
+
+std::vector<const Equation*> Sweep::later_readers(const Atom& a) const {
+  std::vector<const Equation*> out;
+  if (a.is_literal()) return out;
+  for (size_t i = next_; i < pending_.size(); ++i)
+    for (const Atom& x : pending_[i].inputs)
+      if (!x.is_literal() && x.var == a.var) {
+        out.push_back(&pending_[i]);
+        break;
+      }
+  return out;
 }
 
 const Equation* Sweep::producer(const Atom& a) const {
@@ -284,16 +297,18 @@ bool Sweep::fold(const Equation& e) {
 }
 
 bool Sweep::run() {
-  std::vector<Equation> equations = std::move(jaxpr_.equations);
+  pending_ = std::move(jaxpr_.equations);
   jaxpr_.equations.clear();
   bool changed = false;
-  for (Equation& e : equations) {
+  for (next_ = 1; next_ <= pending_.size(); ++next_) {
+    Equation& e = pending_[next_ - 1];
     for (Atom& a : e.inputs) a = resolve(a);
     changed |= scalarize_operands(e);
     if (e.outputs.size() == 1) {
       const AbstractValue want = jaxpr_.avals[e.outputs[0]];
       std::optional<Atom> r = algebra_rules(*this, e);
       if (!r) r = seed_rules(*this, e);
+      if (!r) r = product_rules(*this, e);
       if (r && aval(*r) == want) {
         grow();
         repl_[e.outputs[0]] = *r;

@@ -50,6 +50,9 @@ class Sweep {
   /// How many times the Jaxpr read `a` (equation inputs and outputs) when the sweep began; 0 for
   /// literals and variables made since.
   int32_t uses(const Atom& a) const;
+  /// The equations not yet swept that read variable `a` (with its id as the sweep began), in
+  /// order, each once; with uses(), tells whether they are all of its readers.
+  std::vector<const Equation*> later_readers(const Atom& a) const;
   /// The concrete host value of a literal or constvar (undefined otherwise: tracers, device arrays).
   Tensor constant(const Atom& a) const;
   /// The value of every element of `a`, when known: a literal, a splat constant, or a
@@ -75,6 +78,8 @@ class Sweep {
   std::vector<int32_t> def_;        // by variable id: index of its kept equation, or -1
   std::vector<int32_t> const_slot_; // by variable id: index into jaxpr_.consts, or -1
   std::vector<int32_t> uses_;       // by variable id, counted when the sweep began
+  std::vector<Equation> pending_;   // the equations as the sweep began; those before next_ are moved out
+  size_t next_ = 0;                 // index in pending_ of the equation after the one being rewritten
   std::deque<Equation> kept_;
 };
 
@@ -85,5 +90,9 @@ using Rule = std::optional<Atom> (*)(Sweep& sweep, const Equation& eqn);
 std::optional<Atom> algebra_rules(Sweep& sweep, const Equation& eqn);
 /// Jacobian-seed rules (simplify_seeds.cpp): products with identity and diagonal matrices.
 std::optional<Atom> seed_rules(Sweep& sweep, const Equation& eqn);
+/// Product rules (simplify_products.cpp): dot_general of broadcast operands done on the
+/// unbroadcast values, distributed over a sum of such operands when that is cheaper; transposes
+/// moved past elementwise ops into the reductions after them.
+std::optional<Atom> product_rules(Sweep& sweep, const Equation& eqn);
 
 }  // namespace fluxion::passes::simplify_detail

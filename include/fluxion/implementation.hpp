@@ -28,6 +28,7 @@
 #include "transforms/simplify.cpp"
 #include "transforms/simplify_algebra.cpp"
 #include "transforms/simplify_seeds.cpp"
+#include "transforms/simplify_products.cpp"
 #include "transforms/optimize.cpp"
 #include "primitives/elementwise_common.cpp"
 #include "primitives/registry.cpp"
