@@ -68,10 +68,11 @@ struct FusedMember {
   std::vector<int64_t> bdims, bsrc;
   BlockKernel block = nullptr;
   DType in_dtype = f32, out_dtype = f32;
-  // A reduce_sum member adds its operand's block into per-row sums: `row` elements per output
-  // element, `rows` outputs, the sums at accumulator offset `acc` (written out after the group).
+  // A reduce_sum member adds its operand's block into per-output sums (see FusedReduction), kept
+  // at accumulator offset `acc` and written out after the group.
   bool reduce = false;
-  int64_t row = 0, rows = 0, acc = 0;
+  FusedReduction layout;
+  int64_t acc = 0;
   int num_inputs = 0;
   FusedOperand inputs[kMaxFusedInputs];  // inline: the block loop touches no other memory
   bool scalar[kMaxFusedInputs] = {};
@@ -250,12 +251,11 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     member.block = e.primitive->block;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
     member.out_dtype = j.avals[e.outputs[0]].dtype;
-    if (const int64_t row = fusible_reduction_row(j, e); row > 0 && m > 0) {
+    if (const std::optional<FusedReduction> layout = fusible_reduction(j, e); layout && m > 0) {
       member.reduce = true;
-      member.row = row;
-      member.rows = step.n / row;
+      member.layout = *layout;
       member.acc = step.accumulators;
-      step.accumulators += member.rows;
+      step.accumulators += layout->outputs;
     } else if (is_fusible_broadcast(j, e)) {
       member.broadcast = true;
       broadcast_layout(j, e, member.bdims, member.bsrc);
@@ -487,15 +487,30 @@ namespace executor_detail {
 void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len);
 
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
-/// value when `one`) into the row sums `acc` (double, whatever the operand's float type).
+/// value when `one`) into its per-output sums `acc` (double, whatever the operand's float type).
 void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, int64_t start, int64_t len) {
   dispatch_dtype(m.in_dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       const T* x = reinterpret_cast<const T*>(src);
-      int64_t r = start / m.row, c = start % m.row;
+      if (m.layout.columns) {  // element i adds into output i % outputs: runs along the outputs
+        const int64_t outputs = m.layout.outputs;
+        for (int64_t done = 0, c = start % outputs; done < len; c = 0) {
+          const int64_t run = std::min(outputs - c, len - done);
+          double* a = acc + c;
+          if (one) {
+            for (int64_t i = 0; i < run; ++i) a[i] += static_cast<double>(x[0]);
+          } else {
+            for (int64_t i = 0; i < run; ++i) a[i] += static_cast<double>(x[done + i]);
+          }
+          done += run;
+        }
+        return;
+      }
+      const int64_t row = m.layout.row;
+      int64_t r = start / row, c = start % row;
       for (int64_t done = 0; done < len; c = 0, ++r) {
-        const int64_t run = std::min(m.row - c, len - done);
+        const int64_t run = std::min(row - c, len - done);
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
         } else {  // four partial sums: independent adds the compiler can put in vector lanes
@@ -524,7 +539,7 @@ void write_row_sums(const Step& step, char* const* bases, const double* accumula
     dispatch_dtype(m.out_dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* out = reinterpret_cast<T*>(bases[m.output.index]);
-      for (int64_t r = 0; r < m.rows; ++r) {
+      for (int64_t r = 0; r < m.layout.outputs; ++r) {
         double sum = 0;
         for (int t = 0; t < threads; ++t) sum += accumulators[t * stride + m.acc + r];
         out[r] = static_cast<T>(sum);

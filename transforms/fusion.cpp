@@ -17,19 +17,30 @@ bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e) {
   return out.num_elements() > 0 && out.size() <= 8 && jaxpr.aval_of(e.inputs[0]).shape.size() > 0;
 }
 
-int64_t fusible_reduction_row(const Jaxpr& jaxpr, const Equation& e) {
+std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equation& e) {
   static const Primitive* reduce_sum = find_primitive("reduce_sum");
-  if (e.primitive != reduce_sum || e.inputs[0].is_literal()) return 0;
+  if (e.primitive != reduce_sum || e.inputs[0].is_literal()) return std::nullopt;
   const AbstractValue& in = jaxpr.aval_of(e.inputs[0]);
-  if ((in.dtype != f32 && in.dtype != f64) || in.shape.num_elements() == 0) return 0;
+  const int64_t n = in.shape.num_elements();
+  if ((in.dtype != f32 && in.dtype != f64) || n == 0) return std::nullopt;
   const std::vector<int64_t> axes = passes::simplify_detail::int_list_param(*e.params, "axes");
   const int64_t rank = in.shape.size(), k = static_cast<int64_t>(axes.size());
-  int64_t row = 1;
+  if (k == 0) return std::nullopt;
+  // Axes are sorted and unique: they are the leading k dims, or the trailing k dims.
+  bool leading = true, trailing = true;
+  int64_t reduced = 1;
   for (int64_t i = 0; i < k; ++i) {
-    if (axes[static_cast<size_t>(i)] != rank - k + i) return 0;  // sorted, so: the last k dims
-    row *= in.shape[rank - k + i];
+    const int64_t a = axes[static_cast<size_t>(i)];
+    leading = leading && a == i;
+    trailing = trailing && a == rank - k + i;
+    reduced *= in.shape[a];
   }
-  return k > 0 && row >= 2 ? row : 0;
+  if (reduced < 2 || !(leading || trailing)) return std::nullopt;
+  FusedReduction r;
+  r.outputs = n / reduced;
+  r.row = reduced;
+  r.columns = !trailing;  // a full reduction counts as trailing (one output)
+  return r;
 }
 
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
@@ -73,7 +84,7 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
     const Equation& e = jaxpr.equations[i];
     // A sum over trailing dims of a value computed by an open group joins it (the group keeps
     // per-row sums instead of writing the value out for a separate reduction kernel).
-    if (backend == Backend::cpu && fusible_reduction_row(jaxpr, e) > 0 && open_id[e.inputs[0].var] >= 0) {
+    if (backend == Backend::cpu && fusible_reduction(jaxpr, e) && open_id[e.inputs[0].var] >= 0) {
       const int id = open_id[e.inputs[0].var];
       auto it = ids.find(jaxpr.aval_of(e.inputs[0]).shape.dims());
       if (it != ids.end() && it->second == id) {

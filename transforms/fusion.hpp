@@ -1,6 +1,7 @@
 /// Elementwise fusion: groups chains of elementwise equations into one pass over blocks.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "fluxion/jaxpr.hpp"
@@ -17,9 +18,15 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
 /// block from the operand instead of materialising it).
 bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e);
 
-/// The number of input elements per output element when `e` is a reduce_sum a fused group can
-/// end with (floating dtype, the trailing dims reduced, at least 2 elements per output), else 0.
-int64_t fusible_reduction_row(const Jaxpr& jaxpr, const Equation& e);
+/// How a reduce_sum a fused group can end with maps input elements (row-major index i) to its
+/// outputs: trailing dims reduced, output i / row; or leading dims reduced (`columns`), output
+/// i % outputs. Floating dtypes only, at least 2 elements per output.
+struct FusedReduction {
+  int64_t outputs = 0, row = 0;  // row: input elements per output
+  bool columns = false;
+};
+/// The layout of `e` when it is such a reduce_sum, else nullopt.
+std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equation& e);
 
 /// True when equation `e` may join a fused group on `backend`.
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend);
