@@ -25,20 +25,18 @@ struct SubJaxpr::Plans {
 SubJaxpr::SubJaxpr(Jaxpr j)
     : jaxpr_(std::make_shared<const Jaxpr>(std::move(j))), plans_(std::make_shared<Plans>()) {}
 
+std::shared_ptr<const Executable> SubJaxpr::executable(Device device) const {
+  std::lock_guard<std::mutex> lock(plans_->mutex);
+  for (const auto& [d, e] : plans_->executables)
+    if (d == device) return e;
+  std::shared_ptr<const Executable> exe = compile_jaxpr(*jaxpr_, device);
+  plans_->executables.emplace_back(device, exe);
+  return exe;
+}
+
 std::vector<Tensor> SubJaxpr::run(const std::vector<Tensor>& args) const {
-  Device device = args.empty() ? Device::cpu() : args[0].device();
-  std::shared_ptr<const Executable> exe;
-  {
-    std::lock_guard<std::mutex> lock(plans_->mutex);
-    for (const auto& [d, e] : plans_->executables)
-      if (d == device) exe = e;
-    if (!exe) {
-      exe = compile_jaxpr(*jaxpr_, device);
-      plans_->executables.emplace_back(device, exe);
-    }
-  }
   std::vector<Tensor> outs;
-  exe->run(args, outs);
+  executable(args.empty() ? Device::cpu() : args[0].device())->run(args, outs);
   return outs;
 }
 

@@ -6,6 +6,7 @@
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
 #include "transforms/batching.hpp"
+#include "transforms/executor.hpp"
 #include "transforms/partial_eval.hpp"
 
 namespace fluxion {
@@ -75,17 +76,28 @@ std::vector<AbstractValue> shape_rule(const Primitive&, const std::vector<Abstra
   return out;
 }
 
+size_t nbytes(const Tensor& t) { return static_cast<size_t>(t.size()) * dtype_size(t.dtype()); }
+char* bytes(const Tensor& t) { return static_cast<char*>(t.array("scan").data()); }
+
 Tensor row(const Tensor& x, int64_t i) {
   AbstractValue a = x.aval();
   a.shape.dims().erase(a.shape.dims().begin());
   Tensor r = empty(a, x.device());
-  const size_t bytes = static_cast<size_t>(a.shape.num_elements()) * dtype_size(a.dtype);
-  if (bytes) std::memcpy(r.array().data(), static_cast<const char*>(x.concrete("scan").array().data()) + bytes * i, bytes);
+  const size_t n = nbytes(r);
+  if (n) std::memcpy(bytes(r), bytes(x) + n * static_cast<size_t>(i), n);
   return r;
 }
 
-template <bool Reference>
-void kernel(const Slices& in, const Params& params, Slices& out) {
+/// Step i of the scan: y slices `r` (from position `first`) into rows i of the stacked `out`.
+void store_ys(const Slices& r, size_t first, int64_t i, Slices& out) {
+  for (size_t k = first; k < r.size(); ++k) {
+    const size_t n = nbytes(r[k]);
+    if (n) std::memcpy(bytes(out[k]) + n * static_cast<size_t>(i), bytes(r[k]), n);
+  }
+}
+
+/// The reference kernel: one equation-by-equation evaluation of the body per step.
+void reference_kernel(const Slices& in, const Params& params, Slices& out) {
   const auto& p = params.as<ScanParams>();
   const size_t nc = p.nc(), ncar = p.ncar(), nx = p.nx();
   Slices consts = part(in, 0, nc), carry = part(in, nc, ncar), xs = part(in, nc + ncar, nx);
@@ -93,15 +105,64 @@ void kernel(const Slices& in, const Params& params, Slices& out) {
     const int64_t i = p.reverse ? p.length - 1 - step : step;
     Slices args = cat(consts, carry);
     for (const Tensor& x : xs) args.push_back(row(x, i));
-    Slices r = Reference ? p.body.run_reference(args) : p.body.run(args);
+    Slices r = p.body.run_reference(args);
     carry = part(r, 0, ncar);
-    for (size_t k = ncar; k < r.size(); ++k) {
-      Tensor y = r[k].concrete("scan");
-      const size_t bytes = static_cast<size_t>(y.size()) * dtype_size(y.dtype());
-      if (bytes) std::memcpy(static_cast<char*>(out[k].array().data()) + bytes * i, y.array().data(), bytes);
-    }
+    store_ys(r, ncar, i, out);
   }
   Slices carry_out = part(out, 0, ncar);
+  copy_outputs("scan", carry, carry_out);
+}
+
+/// Rows of one stacked tensor: row i starts at base + i * bytes.
+struct Rows {
+  char* base;
+  size_t bytes;
+  char* at(int64_t i) const { return base + bytes * static_cast<size_t>(i); }
+};
+Rows rows_of(const Tensor& stacked, int64_t length) {
+  return {bytes(stacked), nbytes(stacked) / static_cast<size_t>(length)};
+}
+
+/// The compiled kernel, allocation-free per step: the body's plan is taken once and its argument
+/// list (consts, carry, x rows) is built once. Each step copies x rows into fixed row tensors,
+/// writes ys into their stacked rows, and copies the new carry into the `spare` set, which then
+/// swaps with the argument carry. Invariant: `spare` is never an argument of the running step,
+/// so outputs that alias arguments (a carry passed through or permuted) are copied safely; the
+/// caller's init is never written. The body's output buffers are reused because `r` drops its
+/// references before each run.
+void compiled_kernel(const Slices& in, const Params& params, Slices& out) {
+  const auto& p = params.as<ScanParams>();
+  const size_t nc = p.nc(), ncar = p.ncar(), nx = p.nx();
+  Slices args = part(in, 0, nc + ncar), spare, r;
+  if (p.length > 0) {
+    const std::shared_ptr<const Executable> exe = p.body.executable(in.empty() ? Device::cpu() : in[0].device());
+    for (size_t k = 0; k < ncar; ++k) spare.push_back(empty(in[nc + k].aval(), in[nc + k].device()));
+    std::vector<Rows> xs, ys;
+    std::vector<char*> x_rows;  // the fixed row tensors' data
+    for (size_t j = 0; j < nx; ++j) {
+      const Tensor& x = in[nc + ncar + j];
+      args.push_back(row(x, 0));
+      xs.push_back(rows_of(x, p.length));
+      x_rows.push_back(bytes(args.back()));
+    }
+    for (size_t k = ncar; k < out.size(); ++k) ys.push_back(rows_of(out[k], p.length));
+    for (int64_t step = 0; step < p.length; ++step) {
+      const int64_t i = p.reverse ? p.length - 1 - step : step;
+      for (size_t j = 0; j < nx; ++j)
+        if (xs[j].bytes) std::memcpy(x_rows[j], xs[j].at(i), xs[j].bytes);
+      r.clear();
+      if (step == 0) exe->run(args, r);  // checks the avals once
+      else exe->run_unchecked(args, r);
+      for (size_t k = 0; k < ys.size(); ++k)
+        if (ys[k].bytes) std::memcpy(ys[k].at(i), bytes(r[ncar + k]), ys[k].bytes);
+      for (size_t k = 0; k < ncar; ++k) {
+        if (const size_t n = nbytes(r[k])) std::memcpy(bytes(spare[k]), bytes(r[k]), n);
+        std::swap(spare[k], args[nc + k]);
+        if (step == 0) spare[k] = empty(in[nc + k].aval(), in[nc + k].device());  // was the init
+      }
+    }
+  }
+  Slices carry = part(args, nc, ncar), carry_out = part(out, 0, ncar);
   copy_outputs("scan", carry, carry_out);
 }
 
@@ -370,8 +431,8 @@ const Primitive& scan_p() {
     Primitive q;
     q.name = "scan";
     q.shape_rule = &scan_detail::shape_rule;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &scan_detail::kernel<false>;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &scan_detail::kernel<true>;
+    q.kernels[static_cast<size_t>(Backend::cpu)] = &scan_detail::compiled_kernel;
+    q.kernels[static_cast<size_t>(Backend::reference)] = &scan_detail::reference_kernel;
     q.jvp = &scan_detail::jvp_rule;
     q.transpose = &scan_detail::transpose_rule;
     q.batch = &scan_detail::batch_rule;

@@ -226,21 +226,85 @@ inline std::pair<std::vector<int64_t>, std::vector<int64_t>> sort_pairs(const Ax
   return r;
 }
 
-}  // namespace gemm_detail
+/// Products this small (no batch dims, ranks <= 2, every dim <= kTinyDim, at most kTinyWork
+/// multiply-adds) run as plain loops: planning the layout and entering Eigen's kernels cost more
+/// than the product itself. Above about 256 multiply-adds Eigen's vectorised kernels win (an 8x8
+/// matmul costs the same both ways, a 16x16 one 6x more in plain loops).
+inline constexpr int64_t kTinyDim = 16;
+inline constexpr int64_t kTinyWork = 256;
 
-/// out = dot_general(lhs, rhs) with validated `contract` and `batch` pairs: output dims are batch
-/// (lhs order), lhs free, rhs free. Integer products wrap.
-template <class T>
-void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t, const std::vector<int64_t>& rs,
-                 const AxisPair& contract, const AxisPair& batch, T* out_t) {
-  using namespace gemm_detail;
-  using A = Acc<T>;
+/// How a tiny product reads one operand: the element stride of its free index (free dims
+/// flattened: none, one, or both dims of a rank-2 operand, which are then contiguous) and of each
+/// contracting pair.
+struct TinyOperand {
+  int64_t free_extent = 1, free_stride = 0;
+  int64_t pair_stride[2] = {0, 0};
+};
+
+/// `op` for an operand of shape `s` contracted over `c` (validated dims); false when the tiny
+/// path does not apply to it.
+inline bool tiny_operand(const std::vector<int64_t>& s, const std::vector<int64_t>& c, TinyOperand& op) {
+  if (s.size() > 2) return false;
+  int64_t strides[2] = {1, 1};
+  if (s.size() == 2) strides[0] = s[1];
+  bool contracted[2] = {false, false};
+  for (size_t p = 0; p < c.size(); ++p) {
+    contracted[c[p]] = true;
+    op.pair_stride[p] = strides[c[p]];
+  }
+  int free_count = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] > kTinyDim) return false;
+    if (contracted[d]) continue;
+    op.free_extent *= s[d];
+    if (free_count++ == 0) op.free_stride = strides[d];
+  }
+  if (free_count == 2) op.free_stride = 1;  // row-major: the flattened index walks both dims
+  return true;
+}
+
+/// out[i, j] = sum over the contracting pairs of lhs[i, pairs] * rhs[j, pairs]: one accumulator
+/// per output element, summed in pair order (sizes k[0], k[1]; 1 where a pair is absent).
+template <bool OnePair, class A>
+void tiny_product(const A* lhs, const A* rhs, A* out, const TinyOperand& l, const TinyOperand& r, const int64_t k[2]) {
+  const int64_t k1 = OnePair ? 1 : k[1];
+  for (int64_t i = 0; i < l.free_extent; ++i) {
+    const A* li = lhs + i * l.free_stride;
+    for (int64_t j = 0; j < r.free_extent; ++j) {
+      const A* rj = rhs + j * r.free_stride;
+      A acc = A(0);
+      for (int64_t p = 0; p < k[0]; ++p)
+        for (int64_t q = 0; q < k1; ++q)
+          acc += li[p * l.pair_stride[0] + q * l.pair_stride[1]] * rj[p * r.pair_stride[0] + q * r.pair_stride[1]];
+      out[i * r.free_extent + j] = acc;
+    }
+  }
+}
+
+/// dot_general through tiny_product when it applies (see kTinyWork); false (nothing done) otherwise.
+template <class A>
+bool tiny_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs, const std::vector<int64_t>& rs,
+                      const AxisPair& contract, const AxisPair& batch, A* out) {
+  if (!batch.first.empty()) return false;
+  TinyOperand l, r;
+  if (!tiny_operand(ls, contract.first, l) || !tiny_operand(rs, contract.second, r)) return false;
+  int64_t k[2] = {1, 1};
+  for (size_t p = 0; p < contract.first.size(); ++p) k[p] = ls[static_cast<size_t>(contract.first[p])];
+  if (l.free_extent * r.free_extent * k[0] * k[1] > kTinyWork) return false;
+  if (contract.first.size() < 2) tiny_product<true>(lhs, rhs, out, l, r, k);  // the common case, k[1] == 1
+  else tiny_product<false>(lhs, rhs, out, l, r, k);
+  return true;
+}
+
+/// dot_general through one (batched) GEMM / GEMV / dot after choosing the operand layouts.
+template <class A>
+void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs, const std::vector<int64_t>& rs,
+                         const AxisPair& contract, const AxisPair& batch, A* out) {
   const std::vector<int64_t>& lb = batch.first;
   const std::vector<int64_t>& rb = batch.second;
   const std::vector<int64_t> lf = free_dims(static_cast<int64_t>(ls.size()), lb, contract.first);
   const std::vector<int64_t> rf = free_dims(static_cast<int64_t>(rs.size()), rb, contract.second);
   const int64_t nb = extent(ls, lb), m = extent(ls, lf), n = extent(rs, rf), k = extent(ls, contract.first);
-  A* out = reinterpret_cast<A*>(out_t);
   if (nb == 0 || m == 0 || n == 0) return;
   if (k == 0) {
     std::fill(out, out + nb * m * n, A(0));
@@ -255,8 +319,6 @@ void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t,
     Plan p = plan_for(ls, rs, std::move(lc), std::move(rc), lb, rb, lf, rf);
     if (p.cost < best.cost) best = std::move(p);
   }
-  const A* lhs = reinterpret_cast<const A*>(lhs_t);
-  const A* rhs = reinterpret_cast<const A*>(rhs_t);
   std::unique_ptr<A[]> lhs_copy, rhs_copy;
   if (best.lhs.copy) {
     lhs_copy.reset(new A[static_cast<size_t>(nb * m * k)]);
@@ -275,6 +337,22 @@ void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t,
     if (best.rhs.trans) batched_product<false, true>(lhs, rhs, out, nb, m, n, k);
     else batched_product<false, false>(lhs, rhs, out, nb, m, n, k);
   }
+}
+
+}  // namespace gemm_detail
+
+/// out = dot_general(lhs, rhs) with validated `contract` and `batch` pairs: output dims are batch
+/// (lhs order), lhs free, rhs free. Integer products wrap.
+template <class T>
+void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t, const std::vector<int64_t>& rs,
+                 const AxisPair& contract, const AxisPair& batch, T* out_t) {
+  using namespace gemm_detail;
+  using A = Acc<T>;
+  const A* lhs = reinterpret_cast<const A*>(lhs_t);
+  const A* rhs = reinterpret_cast<const A*>(rhs_t);
+  A* out = reinterpret_cast<A*>(out_t);
+  if (!tiny_dot_general(lhs, ls, rhs, rs, contract, batch, out))
+    general_dot_general(lhs, ls, rhs, rs, contract, batch, out);
 }
 
 }  // namespace fluxion::cpu

@@ -58,6 +58,9 @@ class SubJaxpr {
   const void* id() const { return jaxpr_.get(); }
   /// Runs the compiled plan on concrete args (compiled once per device).
   std::vector<Tensor> run(const std::vector<Tensor>& args) const;
+  /// The compiled plan for `device` (compiled on first use, then shared by every copy of the
+  /// params): loops take it once and run it per iteration without the lookup.
+  std::shared_ptr<const Executable> executable(Device device) const;
   /// Runs equation by equation with the reference kernels.
   std::vector<Tensor> run_reference(const std::vector<Tensor>& args) const;
   void print(std::ostream& os, const char* name) const;

@@ -1,0 +1,184 @@
+// The tiny dot_general path of the CPU kernel (backends/cpu/gemm.hpp: no batch dims, ranks <= 2,
+// dims <= kTinyDim, at most kTinyWork multiply-adds, plain loops): taken exactly where it should be, and equal to the general
+// (GEMM) path and to the reference kernel over every contracting layout of rank-0..2 operands,
+// in f32, f64, i32 and i64 (integers wrap, so they must match exactly).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cpu/gemm.hpp"
+#include "backends/reference/dot_general.hpp"
+#include "samples.hpp"
+
+namespace fx = fluxion;
+using Dims = std::vector<int64_t>;
+
+namespace {
+
+/// One dot_general problem: shapes and contracting pairs (never batch dims: the tiny path's domain).
+struct Case {
+  Dims ls, rs;
+  fx::AxisPair contract;
+};
+
+std::string describe(const Case& c) {
+  std::ostringstream os;
+  auto list = [&](const Dims& d) {
+    os << "(";
+    for (int64_t x : d) os << x << ",";
+    os << ")";
+  };
+  list(c.ls), os << " x ", list(c.rs), os << " contract ", list(c.contract.first), os << "-", list(c.contract.second);
+  return os.str();
+}
+
+int64_t count(const Dims& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+/// Every ordered choice of `n` distinct dims out of `rank` (n <= rank <= 2).
+std::vector<Dims> choices(int64_t rank, size_t n) {
+  std::vector<Dims> out;
+  if (n == 0) return {Dims{}};
+  for (int64_t a = 0; a < rank; ++a) {
+    if (n == 1) {
+      out.push_back({a});
+      continue;
+    }
+    for (int64_t b = 0; b < rank; ++b)
+      if (b != a) out.push_back({a, b});
+  }
+  return out;
+}
+
+/// All layouts of rank-0..2 operands with 0..2 contracting pairs; pair p has size pair[p], the
+/// free dims of the lhs (rhs) have sizes lfree (rfree).
+std::vector<Case> layouts(const Dims& pair, int64_t lfree, int64_t rfree) {
+  std::vector<Case> out;
+  for (int64_t rl = 0; rl <= 2; ++rl)
+    for (int64_t rr = 0; rr <= 2; ++rr)
+      for (size_t np = 0; np <= static_cast<size_t>(std::min(rl, rr)); ++np)
+        for (const Dims& lc : choices(rl, np))
+          for (const Dims& rc : choices(rr, np)) {
+            Case c{Dims(static_cast<size_t>(rl), lfree), Dims(static_cast<size_t>(rr), rfree), {lc, rc}};
+            for (size_t p = 0; p < np; ++p) c.ls[lc[p]] = c.rs[rc[p]] = pair[p];
+            out.push_back(c);
+          }
+  return out;
+}
+
+template <class T>
+std::vector<T> values(int64_t n, int seed) {
+  std::vector<T> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = (i * 7 + seed * 13) % 11 - 5;
+    if constexpr (std::is_integral_v<T>) v[static_cast<size_t>(i)] = static_cast<T>(k) * (T(1) << (sizeof(T) * 8 - 6));
+    else v[static_cast<size_t>(i)] = static_cast<T>(k) * T(0.37) + T(0.01) * static_cast<T>(i);
+  }
+  return v;
+}
+
+/// Runs `c` through the tiny path, the general path and the reference; checks that the tiny path
+/// is taken exactly within its limits and then agrees with both. Returns whether it was taken.
+/// Integer values are large so that products wrap.
+template <class T>
+bool check_case(const Case& c) {
+  using A = fx::cpu::gemm_detail::Acc<T>;
+  const fx::AxisPair batch;
+  Dims out_shape;
+  std::vector<bool> lused(c.ls.size()), rused(c.rs.size());
+  for (int64_t d : c.contract.first) lused[static_cast<size_t>(d)] = true;
+  for (int64_t d : c.contract.second) rused[static_cast<size_t>(d)] = true;
+  for (size_t d = 0; d < c.ls.size(); ++d)
+    if (!lused[d]) out_shape.push_back(c.ls[d]);
+  for (size_t d = 0; d < c.rs.size(); ++d)
+    if (!rused[d]) out_shape.push_back(c.rs[d]);
+  const size_t n_out = static_cast<size_t>(count(out_shape));
+  int64_t work = static_cast<int64_t>(n_out), largest = 0;
+  for (int64_t d : c.contract.first) work *= c.ls[static_cast<size_t>(d)];
+  for (int64_t d : c.ls) largest = std::max(largest, d);
+  for (int64_t d : c.rs) largest = std::max(largest, d);
+  const bool tiny = c.ls.size() <= 2 && c.rs.size() <= 2 && largest <= fx::cpu::gemm_detail::kTinyDim &&
+                    work <= fx::cpu::gemm_detail::kTinyWork;
+  const std::vector<T> l = values<T>(count(c.ls), 1), r = values<T>(count(c.rs), 2);
+  std::vector<T> fast(n_out, T(-99)), general(n_out, T(-77)), ref(n_out, T(-55));
+  const bool took = fx::cpu::gemm_detail::tiny_dot_general(reinterpret_cast<const A*>(l.data()), c.ls,
+                                                           reinterpret_cast<const A*>(r.data()), c.rs, c.contract,
+                                                           batch, reinterpret_cast<A*>(fast.data()));
+  CHECK_MESSAGE(took == tiny, describe(c));
+  if (!took) return false;
+  fx::cpu::gemm_detail::general_dot_general(reinterpret_cast<const A*>(l.data()), c.ls,
+                                            reinterpret_cast<const A*>(r.data()), c.rs, c.contract, batch,
+                                            reinterpret_cast<A*>(general.data()));
+  fx::reference::dot_general(l.data(), c.ls, r.data(), c.rs, c.contract, batch, ref.data());
+  // The first element where the tiny path differs from the reference or the general path.
+  size_t bad = n_out;
+  for (size_t i = 0; i < n_out && bad == n_out; ++i) {
+    if constexpr (std::is_integral_v<T>) {
+      if (fast[i] != ref[i] || fast[i] != general[i]) bad = i;
+    } else {
+      const double tol = (std::is_same_v<T, float> ? 1e-5 : 1e-13) * (1.0 + std::fabs(double(ref[i])));
+      if (std::fabs(double(fast[i]) - double(ref[i])) > tol || std::fabs(double(fast[i]) - double(general[i])) > tol)
+        bad = i;
+    }
+  }
+  CHECK_MESSAGE(bad == n_out, describe(c), " differs at element ", bad);
+  return true;
+}
+
+template <class T>
+void check_all_layouts() {
+  int cases = 0, tiny = 0;
+  // Typical sizes, sizes 1, the largest tiny dim, products just within and beyond kTinyWork,
+  // and empty free or contracting dims.
+  for (const auto& [pair, lfree, rfree] : std::vector<std::tuple<Dims, int64_t, int64_t>>{
+           {{4, 3}, 2, 5}, {{1, 1}, 1, 1}, {{8, 8}, 4, 4}, {{4, 4}, 4, 4}, {{16, 16}, 16, 16}, {{16, 2}, 3, 16},
+           {{0, 3}, 2, 2}, {{3, 2}, 0, 4}})
+    for (const Case& c : layouts(pair, lfree, rfree)) {
+      tiny += check_case<T>(c);
+      ++cases;
+    }
+  CHECK(tiny > 150);
+  CHECK(tiny < cases);
+}
+
+}  // namespace
+
+TEST_CASE("dot_general tiny path: every rank-0..2 layout equals the general path and the reference") {
+  SUBCASE("f64") { check_all_layouts<double>(); }
+  SUBCASE("f32") { check_all_layouts<float>(); }
+  SUBCASE("i32") { check_all_layouts<int32_t>(); }
+  SUBCASE("i64") { check_all_layouts<int64_t>(); }
+}
+
+TEST_CASE("dot_general tiny path: batch dims, rank 3, dims above kTinyDim and large products take the general path") {
+  constexpr int64_t big = fx::cpu::gemm_detail::kTinyDim + 1;
+  CHECK_FALSE(check_case<double>({{big, 1}, {1, 1}, {{1}, {0}}}));
+  CHECK_FALSE(check_case<double>({{1, big}, {big}, {{1}, {0}}}));
+  CHECK_FALSE(check_case<double>({{2, 3, 4}, {4}, {{2}, {0}}}));
+  CHECK_FALSE(check_case<float>({{3}, {big, 2}, {{}, {}}}));
+  CHECK_FALSE(check_case<double>({{8, 8}, {8, 8}, {{1}, {0}}}));  // 512 multiply-adds
+  CHECK(check_case<double>({{8, 4}, {4, 8}, {{1}, {0}}}));         // 256
+  // Batch dims: the tiny path declines even for small operands.
+  const std::vector<double> l = values<double>(6, 1), r = values<double>(6, 2);
+  std::vector<double> out(2);
+  CHECK_FALSE(fx::cpu::gemm_detail::tiny_dot_general(l.data(), {2, 3}, r.data(), {2, 3}, {{1}, {1}}, {{0}, {0}},
+                                                     out.data()));
+}
+
+TEST_CASE("dot_general: matmul of small matrices and vectors through the public op") {
+  fx::Tensor a = fx::reshape(fx::tensor<double>({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}), {2, 3});
+  fx::Tensor v = fx::tensor<double>({1.0, -1.0, 2.0});
+  CHECK(fx::matmul(a, v).to_vector<double>() == std::vector<double>{5, 11});
+  CHECK(fx::matmul(v, fx::transpose(a, {1, 0})).to_vector<double>() == std::vector<double>{5, 11});
+  fx::Tensor outer = fx::lax::dot_general(v, fx::tensor<double>({2.0, 3.0}), {{}, {}});
+  CHECK(outer.to_vector<double>() == std::vector<double>{2, 3, -2, -3, 4, 6});
+}
