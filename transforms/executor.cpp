@@ -60,6 +60,7 @@ struct FusedOperand {
 };
 
 constexpr int kMaxFusedInputs = 4;
+constexpr int kMaxUniformSlots = 64;  // scratch slots whose one-value state the block loop tracks
 
 struct FusedMember {
   // A broadcast_in_dim member fills its block from its operand (inputs[0]) by index mapping:
@@ -88,7 +89,10 @@ struct Step {
   std::vector<int32_t> externals;  // variables whose base pointers the members use
   std::vector<FusedMember> members;
   int32_t scratch_slots = 0;
-  int64_t accumulators = 0;  // doubles per thread for the reduce members' row sums
+  int64_t accumulators = 0;
+  // Whether blocks of one repeated value can occur (a broadcast along the last dim, more than
+  // one element): only then does the block loop track them (it costs per member).
+  bool track_uniform = false;  // doubles per thread for the reduce members' row sums
 };
 
 struct Executable::Plan {
@@ -308,6 +312,9 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     free_slots.insert(free_slots.end(), freed_after.begin(), freed_after.end());
     step.members.push_back(std::move(member));
   }
+  for (const FusedMember& m : step.members)
+    if (m.broadcast && m.bsrc.back() == 0 && m.output.source == FusedOperand::scratch) step.track_uniform = true;
+  step.track_uniform = step.track_uniform && step.n > 1 && step.scratch_slots <= kMaxUniformSlots;
   return step;
 }
 
@@ -556,9 +563,8 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, dou
                       int64_t b1) {
   const void* in_ptrs[kMaxFusedInputs];
   bool in_scalar[kMaxFusedInputs];
-  constexpr int kTracked = 64;
-  bool uniform[kTracked];
-  const bool track = step.scratch_slots <= kTracked;
+  bool uniform[kMaxUniformSlots];
+  const bool track = step.track_uniform;
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t start = b * kBlock;
     const int64_t len = std::min(kBlock, step.n - start);
@@ -583,6 +589,11 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, dou
         const bool one_value = to_scratch && m.bsrc.back() == 0 && start % inner + len <= inner;
         run_broadcast(m, ptr(m.output), bases[m.inputs[0].index], start, one_value ? 1 : len);
         if (to_scratch) uniform[m.output.index] = one_value;
+        continue;
+      }
+      if (!track) {  // the plain path: nothing in this group is ever one repeated value
+        for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
+        m.block(m.in_dtype, in_ptrs, m.scalar, ptr(m.output), len, m.out_dtype);
         continue;
       }
       bool all_scalar = true;
