@@ -13,6 +13,7 @@ const std::vector<const Primitive*>& all_primitives() {
     primitives::register_reduction(l);
     primitives::register_dot_general(l);
     primitives::register_linalg(l);
+    primitives::register_gram(l);
     primitives::register_indexing(l);
     primitives::register_control_flow(l);
     primitives::register_checkpoint(l);

@@ -40,6 +40,16 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo, 
   return t;
 }
 
+Tensor grid_tensor(const Shape& shape, DType dtype, uint64_t seed) {
+  std::vector<double> v = random_tensor(shape, f64, seed).to_vector<double>();
+  return dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<T> c(v.size());
+    for (size_t i = 0; i < v.size(); ++i) c[i] = detail::convert_scalar<T>(std::round(v[i] * 16) / 16);
+    return from_vector(c, shape);
+  });
+}
+
 std::string compare_tensors(const Tensor& got, const Tensor& want, double* worst_rel) {
   std::ostringstream os;
   if (got.aval() != want.aval()) {

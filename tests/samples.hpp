@@ -54,6 +54,10 @@ const std::map<std::string, PrimitiveSamples>& sample_registry();
 /// coin flips). The same (shape, dtype, seed, lo, hi) always gives the same values.
 Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo = -2.0, double hi = 2.0);
 
+/// random_tensor's values in [-2, 2) rounded to multiples of 1/16, in dtype `dtype`: products of
+/// two and their sums over a few hundred terms are exact in f32 and f64, in any order.
+Tensor grid_tensor(const Shape& shape, DType dtype, uint64_t seed);
+
 /// Wraps a single-output function as a Sample::fn.
 template <class F>
 std::function<std::vector<Tensor>(const std::vector<Tensor>&)> unary_fn(F f) {

@@ -16,17 +16,6 @@ namespace dot_general_samples {
 namespace lax = fluxion::lax;
 using Axes = std::vector<int64_t>;
 
-// Random values rounded to multiples of 1/16.
-Tensor grid_tensor(const Shape& s, DType dt, uint64_t seed) {
-  std::vector<double> v = random_tensor(s, f64, seed).to_vector<double>();
-  return dispatch_dtype(dt, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    std::vector<T> c(v.size());
-    for (size_t i = 0; i < v.size(); ++i) c[i] = detail::convert_scalar<T>(std::round(v[i] * 16) / 16);
-    return from_vector(c, s);
-  });
-}
-
 struct Case {
   const char* what;
   Shape lhs, rhs;

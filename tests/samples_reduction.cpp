@@ -29,18 +29,6 @@ std::string axes_str(const Axes& axes) {
   return os.str();
 }
 
-// Random values rounded to multiples of 1/16 (exact sums for the long reductions).
-Tensor grid_tensor(const Shape& s, DType dt, uint64_t seed) {
-  std::vector<double> v = random_tensor(s, f64, seed).to_vector<double>();
-  for (double& x : v) x = std::round(x * 16) / 16;
-  return dispatch_dtype(dt, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    std::vector<T> c(v.size());
-    for (size_t i = 0; i < v.size(); ++i) c[i] = detail::convert_scalar<T>(v[i]);
-    return from_vector(c, s);
-  });
-}
-
 // `t` with NaN written at the given flat positions (floating dtypes only).
 Tensor with_nans(const Tensor& t, const std::vector<int64_t>& at) {
   std::vector<double> v = t.to_vector<double>();

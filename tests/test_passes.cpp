@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fluxion/fluxion.hpp>
 
@@ -737,4 +738,143 @@ TEST_CASE("products: a transpose moves past elementwise ops into the reduction a
         "    g:f64[2,3] = reduce_max[axes=(2,)] f\n"
         "    h:f64[3,2] = transpose[permutation=(1,0)] g\n"
         "  in (h,) }");
+}
+
+// ---------------------------------------------------------------- symmetric products
+
+namespace {
+
+/// The number of gram equations, and of dot_general equations with a [d, d]-element result.
+size_t grams(const fx::Jaxpr& j) { return equations_of(j, "gram").size(); }
+size_t square_products(const fx::Jaxpr& j, int64_t d) {
+  size_t n = 0;
+  for (const fx::Equation* e : equations_of(j, "dot_general")) n += j.avals[e->outputs[0]].shape.num_elements() == d * d;
+  return n;
+}
+
+/// +-2^k for k in {-1, 0, 1}: scales whose products and quotients with grid values are exact in
+/// f32 (so any summation order gives the same result).
+fx::Tensor power_scales(const fx::Shape& shape, fx::DType dtype, uint64_t seed) {
+  std::vector<double> v = random_tensor(shape, fx::f64, seed).to_vector<double>();
+  for (double& x : v) x = (x < 0 ? -1 : 1) * std::ldexp(1.0, static_cast<int>(std::floor(std::fabs(x) * 1.5)) - 1);
+  return fx::astype(fx::from_vector(v, shape), dtype);
+}
+
+fx::Tensor logistic_loss(const fx::Tensor& w, const fx::Tensor& x, const fx::Tensor& y) {
+  fx::Tensor m = y * fx::matmul(x, w);
+  return fx::mean(fx::log1p(fx::exp(-m))) + 0.005 * fx::sum(w * w);
+}
+
+}  // namespace
+
+TEST_CASE("symmetric: the Hessian of a logistic loss is one gram product and no transpose") {
+  const int64_t n = 50, d = 40;  // n d^2 = 80000 multiply-adds: above the gram threshold
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    CAPTURE(fx::dtype_name(dtype));
+    Vec args{random_tensor({d}, dtype, 90, -0.3, 0.3), random_tensor({n, d}, dtype, 91),
+             fx::sign(random_tensor({n}, dtype, 92))};
+    fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& w, const fx::Tensor& x, const fx::Tensor& y) {
+      return fx::hessian([&](const fx::Tensor& v) { return logistic_loss(v, x, y); })(w);
+    })(args[0], args[1], args[2]);
+    fx::Jaxpr out = checked(&passes::optimize, j, args);
+    CHECK_MESSAGE(grams(out) == 1, to_text(out));
+    CHECK_MESSAGE(square_products(out, d) == 0, to_text(out));
+    CHECK_MESSAGE(largest_value(out, "transpose") < d * d, to_text(out));
+    // Nothing n x d-sized is computed but what the gram reads: x itself.
+    for (const fx::Equation& e : out.equations)
+      if (e.primitive->name != "gram") CHECK_MESSAGE(out.avals[e.outputs[0]].shape.num_elements() < n * d, to_text(out));
+  }
+}
+
+TEST_CASE("symmetric: products of one matrix scaled along the contracted dim become gram") {
+  const int64_t n = 48, d = 40;
+  using F = std::function<fx::Tensor(const fx::Tensor&, const fx::Tensor&, const fx::Tensor&)>;
+  auto row = [](const fx::Tensor& v, const fx::Tensor& like) {  // v [n] spread over rows of [n, d]
+    return lax::broadcast_in_dim(v, like.shape(), {0});
+  };
+  const std::vector<std::pair<const char*, F>> rewritten{
+      {"x^T x", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+         return lax::dot_general(x, x, {{0}, {0}}, {});
+       }},
+      {"x^T diag(s) x", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+         return lax::dot_general(lax::mul(x, row(s, x)), x, {{0}, {0}}, {});
+       }},
+      {"(x s)^T (x t), scales on both sides", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor& t) {
+         return lax::dot_general(lax::mul(row(s, x), x), lax::mul(x, row(t, x)), {{0}, {0}}, {});
+       }},
+      {"transpose(x) as a matrix", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+         return lax::dot_general(lax::transpose(x, {1, 0}), lax::div(x, row(s, x)), {{1}, {0}}, {});
+       }},
+      {"x stored [d, n], contracted along dim 1", [](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+         fx::Tensor xt = lax::transpose(x, {1, 0});
+         return lax::dot_general(xt, lax::mul(xt, lax::broadcast_in_dim(s, {d, n}, {1})), {{1}, {1}}, {});
+       }},
+      {"sum and difference of scaled terms, negated, times a scalar",
+       [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor& t) {
+         fx::Tensor a = lax::add(lax::mul(x, row(s, x)), lax::neg(lax::mul(row(t, x), x)));
+         fx::Tensor b = lax::sub(lax::mul(a, fx::full({}, 0.5, x.dtype())), lax::mul(x, row(t, x)));
+         return lax::dot_general(x, b, {{0}, {0}}, {});
+       }},
+      {"size-1 dims added by broadcast and reshape", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+         fx::Tensor l = lax::broadcast_in_dim(lax::transpose(x, {1, 0}), {d, 1, n}, {0, 2});
+         fx::Tensor sc = lax::broadcast_in_dim(lax::reshape(s, {1, n}), {d, 1, n}, {1, 2});
+         return lax::reshape(lax::dot_general(lax::mul(l, sc), x, {{2}, {0}}, {}), {d, d});
+       }},
+  };
+  const std::vector<std::pair<const char*, F>> kept{
+      {"x^T y", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+         return lax::dot_general(x, lax::exp(x), {{0}, {0}}, {});
+       }},
+      {"scale along the free dim", [](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+         fx::Tensor v = lax::slice(lax::concatenate({s, s}, 0), {0}, {d});  // [d]
+         return lax::dot_general(lax::mul(x, lax::broadcast_in_dim(v, {n, d}, {1})), x, {{0}, {0}}, {});
+       }},
+      {"x times x elementwise", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+         return lax::dot_general(lax::mul(x, x), x, {{0}, {0}}, {});
+       }},
+      {"x x^T contracted along d is [n, n]: kept only when below the size threshold",
+       [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+         fx::Tensor small = lax::slice(x, {0, 0}, {8, 8});
+         return lax::dot_general(small, small, {{1}, {1}}, {});
+       }},
+      {"batched", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+         fx::Tensor b = lax::reshape(x, {2, n / 2, d});
+         return lax::dot_general(b, b, {{1}, {1}}, {{0}, {0}});
+       }},
+  };
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    Vec args{fluxion::testing::grid_tensor({n, d}, dtype, 93), power_scales({n}, dtype, 94),
+             power_scales({n}, dtype, 95)};
+    for (const auto& [what, f] : rewritten) {
+      CAPTURE(std::string(what));
+      CAPTURE(fx::dtype_name(dtype));
+      fx::Jaxpr out = checked(&passes::optimize, fx::make_jaxpr(f)(args[0], args[1], args[2]), args);
+      CHECK_MESSAGE(grams(out) == 1, to_text(out));
+      CHECK_MESSAGE(equations_of(out, "dot_general").empty(), to_text(out));
+    }
+    for (const auto& [what, f] : kept) {
+      CAPTURE(std::string(what));
+      CAPTURE(fx::dtype_name(dtype));
+      fx::Jaxpr out = checked(&passes::optimize, fx::make_jaxpr(f)(args[0], args[1], args[2]), args);
+      CHECK_MESSAGE(grams(out) == 0, to_text(out));
+    }
+  }
+}
+
+TEST_CASE("symmetric: a transpose swapping dims of a symmetric value is dropped, others stay") {
+  const int64_t n = 48, d = 40;
+  Vec args{random_tensor({n, d}, fx::f64, 96), random_tensor({d, d}, fx::f64, 97)};
+  auto gram_plus = [&](bool symmetric_addend) {
+    return fx::make_jaxpr([&](const fx::Tensor& x, const fx::Tensor& a) {
+      fx::Tensor g = lax::reshape(lax::dot_general(x, x, {{0}, {0}}, {}), {d, 1, d});
+      fx::Tensor other = symmetric_addend ? lax::broadcast_in_dim(fx::eye(d, fx::f64), {d, 1, d}, {0, 2})
+                                          : lax::broadcast_in_dim(a, {d, 1, d}, {0, 2});
+      fx::Tensor h = lax::reshape(lax::add(lax::mul(other, fx::full({}, 3.0)), g), {d, d});
+      return lax::transpose(h, {1, 0});
+    })(args[0], args[1]);
+  };
+  fx::Jaxpr sym = checked(&passes::optimize, gram_plus(true), args);
+  CHECK_MESSAGE(equations_of(sym, "transpose").empty(), to_text(sym));
+  fx::Jaxpr general = checked(&passes::optimize, gram_plus(false), args);
+  CHECK_MESSAGE(equations_of(general, "transpose").size() == 1, to_text(general));
 }

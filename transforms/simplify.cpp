@@ -1,4 +1,5 @@
-// simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp and simplify_products.cpp
+// simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp, simplify_products.cpp and
+// simplify_symmetric.cpp
 // and folds small constants, to a fixed point. Every rewrite replaces a variable by an atom of the
 // same aval.
 #include <cstring>
@@ -306,9 +307,13 @@ bool Sweep::run() {
     changed |= scalarize_operands(e);
     if (e.outputs.size() == 1) {
       const AbstractValue want = jaxpr_.avals[e.outputs[0]];
-      std::optional<Atom> r = algebra_rules(*this, e);
+      // Symmetric rules first: a dropped transpose beats any rewrite of it; a product becomes a
+      // gram only after the product rules had their chance to shrink its operands.
+      std::optional<Atom> r = e.primitive == prims().transpose ? symmetric_rules(*this, e) : std::nullopt;
+      if (!r) r = algebra_rules(*this, e);
       if (!r) r = seed_rules(*this, e);
       if (!r) r = product_rules(*this, e);
+      if (!r && e.primitive == prims().dot_general) r = symmetric_rules(*this, e);
       if (r && aval(*r) == want) {
         grow();
         repl_[e.outputs[0]] = *r;

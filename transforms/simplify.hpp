@@ -83,6 +83,17 @@ class Sweep {
   std::deque<Equation> kept_;
 };
 
+/// An operand that is broadcast_in_dim(x): `source[d]` is the dim of x that operand dim d reads,
+/// or -1 where the operand is constant along d (a new dim, or a size-1 dim of x expanded).
+/// `kept` is x's shape without the expanded dims (which are all of size 1).
+struct Spread {
+  Atom x;
+  std::vector<int64_t> source;
+  Shape kept;
+};
+/// The Spread of `a` when a broadcast_in_dim produced it (simplify_products.cpp).
+std::optional<Spread> spread_of(const Sweep& s, const Atom& a);
+
 /// A rewrite of one single-output equation: the atom replacing its output, or nullopt.
 using Rule = std::optional<Atom> (*)(Sweep& sweep, const Equation& eqn);
 
@@ -94,5 +105,8 @@ std::optional<Atom> seed_rules(Sweep& sweep, const Equation& eqn);
 /// unbroadcast values, distributed over a sum of such operands when that is cheaper; transposes
 /// moved past elementwise ops into the reductions after them.
 std::optional<Atom> product_rules(Sweep& sweep, const Equation& eqn);
+/// Symmetric-product rules (simplify_symmetric.cpp): xᵀ diag(s) x products -> gram(x, s);
+/// transposes of values symmetric in the swapped dims dropped.
+std::optional<Atom> symmetric_rules(Sweep& sweep, const Equation& eqn);
 
 }  // namespace fluxion::passes::simplify_detail

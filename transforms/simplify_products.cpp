@@ -23,6 +23,8 @@ namespace simplify_products {
 using Axes = std::vector<int64_t>;
 using simplify_detail::prims;
 using simplify_detail::Sweep;
+using simplify_detail::Spread;
+using simplify_detail::spread_of;
 
 /// One operand of a dot_general: its dims' roles, by the pairs read from the params.
 struct Operand {
@@ -73,32 +75,6 @@ std::pair<Axes, Axes> output_positions(const Operand& l, const Operand& r) {
   return pos;
 }
 
-/// An operand that is broadcast_in_dim(x): `source[d]` is the dim of x that operand dim d reads,
-/// or -1 where the operand is constant along d (a new dim, or a size-1 dim of x expanded).
-/// `kept` is x's shape without the expanded dims (which are all of size 1).
-struct Spread {
-  Atom x;
-  Axes source;
-  Shape kept;
-};
-
-std::optional<Spread> spread_of(const Sweep& s, const Atom& a) {
-  const Equation* b = s.produced_by(a, prims().broadcast);
-  if (!b) return std::nullopt;
-  const Axes dims = simplify_detail::int_list_param(*b->params, "broadcast_dimensions");
-  const Shape& xs = s.aval(b->inputs[0]).shape;
-  const Shape& shape = s.aval(a).shape;
-  if (static_cast<int64_t>(dims.size()) != xs.size() || !std::is_sorted(dims.begin(), dims.end()))
-    return std::nullopt;  // the shape rule asks for increasing dims: x's dims keep their order
-  Spread sp{b->inputs[0], Axes(static_cast<size_t>(shape.size()), -1), {}};
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0 || dims[i] >= shape.size()) return std::nullopt;
-    if (xs[static_cast<int64_t>(i)] != shape[dims[i]]) continue;  // size 1, expanded
-    sp.source[static_cast<size_t>(dims[i])] = static_cast<int64_t>(i);
-    sp.kept.push_back(xs[static_cast<int64_t>(i)]);
-  }
-  return sp;
-}
 
 /// The factor by which skipping the spread dims of `o` cuts the product's multiply-adds: the
 /// sizes of its constant free and contracted dims (a batch dim only regroups the GEMMs).
@@ -349,6 +325,25 @@ std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const Abstr
 }  // namespace simplify_products
 
 namespace simplify_detail {
+
+std::optional<Spread> spread_of(const Sweep& s, const Atom& a) {
+  using Axes = std::vector<int64_t>;
+  const Equation* b = s.produced_by(a, prims().broadcast);
+  if (!b) return std::nullopt;
+  const Axes dims = simplify_detail::int_list_param(*b->params, "broadcast_dimensions");
+  const Shape& xs = s.aval(b->inputs[0]).shape;
+  const Shape& shape = s.aval(a).shape;
+  if (static_cast<int64_t>(dims.size()) != xs.size() || !std::is_sorted(dims.begin(), dims.end()))
+    return std::nullopt;  // the shape rule asks for increasing dims: x's dims keep their order
+  Spread sp{b->inputs[0], Axes(static_cast<size_t>(shape.size()), -1), {}};
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= shape.size()) return std::nullopt;
+    if (xs[static_cast<int64_t>(i)] != shape[dims[i]]) continue;  // size 1, expanded
+    sp.source[static_cast<size_t>(dims[i])] = static_cast<int64_t>(i);
+    sp.kept.push_back(xs[static_cast<int64_t>(i)]);
+  }
+  return sp;
+}
 
 std::optional<Atom> product_rules(Sweep& s, const Equation& e) {
   using namespace simplify_products;

@@ -96,5 +96,7 @@ Tensor scatter_add(const Tensor& operand, const Tensor& indices, const Tensor& u
 
 /// The linalg_solve primitive (exact shapes: a (B..., n, n), b (B..., n, k), one float dtype).
 Tensor linalg_solve(const Tensor& a, const Tensor& b);
+/// The gram primitive: xᵀ diag(s) x for x [N, D] and s [N] of one float dtype; a symmetric [D, D].
+Tensor gram(const Tensor& x, const Tensor& s);
 
 }  // namespace fluxion::lax
