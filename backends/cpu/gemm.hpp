@@ -88,25 +88,54 @@ class ProductThreads {
   int previous_ = 1;
 };
 
-/// c = op(a) * op(b) through cblas (row-major, no scaling) when OpenBLAS should run it; false
-/// (nothing done) otherwise.
+/// Rows or columns of the result up to which a large product runs through Eigen instead of
+/// OpenBLAS when only one thread computes (no second thread pool can be woken then): for the
+/// skinny products of small batches (32 x 784 x 512, 32 x 512 x 512, 512 x 512 x 32) Eigen was
+/// 5-25 % faster here, while OpenBLAS is 10-25 % faster on large square ones (bench/RESULTS.md,
+/// "GEMM per shape, 2026-12-03").
+inline constexpr int64_t kEigenSkinny = 32;
+
+/// Whether OpenBLAS runs a large product of m x n x k.
+inline bool blas_for(int64_t m, int64_t n, int64_t k) {
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || !blas_usable()) return false;
+  return std::min(m, n) > kEigenSkinny || num_threads() > 1;
+}
+
+template <class A> using StridedMap = Eigen::Map<const RowMajorMat<A>, 0, Eigen::OuterStride<>>;
+template <class A> using MutableStridedMap = Eigen::Map<RowMajorMat<A>, 0, Eigen::OuterStride<>>;
+
+/// c (m x n, leading dim ldc) = op(a) op(b) for row-major a stored m x k (k x m when TransA,
+/// leading dim lda) and b stored k x n (n x k when TransB, leading dim ldb), m, n, k >= 1. Large
+/// products (kLargeWork) run on num_threads() threads, through OpenBLAS when blas_for() says
+/// so, else through Eigen's OpenMP product; smaller ones through Eigen on the calling thread.
 template <bool TransA, bool TransB, class A>
-bool blas_gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                  int64_t k) {
+  const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
 #if FLUXION_WITH_BLAS
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || !blas_usable()) return false;
-    num_threads();  // applies the thread count to OpenBLAS once
-    const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
-    const int lda = static_cast<int>(TransA ? m : k), ldb = static_cast<int>(TransB ? k : n);
-    if constexpr (std::is_same_v<A, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, lda, b, ldb, 0.0f, c, int(n));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, lda, b, ldb, 0.0, c, int(n));
-    return true;
+    if (large && std::max({lda, ldb, ldc}) <= INT_MAX && blas_for(m, n, k)) {
+      num_threads();  // applies the thread count to OpenBLAS once
+      const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
+      if constexpr (std::is_same_v<A, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+      return;
+    }
   }
 #endif
-  (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
-  return false;
+  ProductThreads threads(large ? num_threads() : 1);
+  const Eigen::OuterStride<> sa(lda), sb(ldb), sc(ldc);
+  auto lhs = [&] {
+    if constexpr (TransA) return StridedMap<A>(a, k, m, sa).transpose();
+    else return StridedMap<A>(a, m, k, sa);
+  }();
+  auto rhs = [&] {
+    if constexpr (TransB) return StridedMap<A>(b, n, k, sb).transpose();
+    else return StridedMap<A>(b, k, n, sb);
+  }();
+  MutableStridedMap<A>(c, m, n, sc).noalias() = lhs * rhs;
 }
 
 /// y = op(a) x for a matrix `a` stored rows x cols (row-major) through cblas when OpenBLAS should
@@ -130,19 +159,17 @@ bool blas_gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A
   return false;
 }
 
-/// c = op(a) * op(b) for one batch of a GEMM (m, n > 1).
+/// c = op(a) * op(b) for one batch of a GEMM (m, n > 1), all operands contiguous.
 template <bool TransA, bool TransB, class A>
 void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
   const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
-  if (large && blas_gemm<TransA, TransB>(a, b, c, m, n, k)) return;
   // A tiny result (per-component 2x2 blocks of a long contraction) costs more to pack for the
   // blocked kernel than to compute coefficient by coefficient.
   if (!large && m <= 4 && n <= 4) {
     Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
     return;
   }
-  ProductThreads threads(large ? num_threads() : 1);
-  Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k) * rhs_matrix<TransB>(b, k, n);
+  strided_gemm<TransA, TransB>(a, TransA ? m : k, b, TransB ? k : n, c, n, m, n, k);
 }
 
 /// c[b] = lhs[b] * rhs[b] for every batch b; blocks are contiguous and k >= 1.

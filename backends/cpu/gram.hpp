@@ -42,43 +42,7 @@ class ScratchBuffer {
   T* data_ = nullptr;
 };
 
-template <class T> using StridedMap = Eigen::Map<const gemm_detail::RowMajorMat<T>, 0, Eigen::OuterStride<>>;
-template <class T> using MutableStridedMap = Eigen::Map<gemm_detail::RowMajorMat<T>, 0, Eigen::OuterStride<>>;
-
-/// c (m x n, row-major, leading dim ldc) = op(a) op(b), where a is stored m x k (k x m when
-/// TransA) with leading dim lda and b is stored k x n (n x k when TransB) with leading dim ldb.
-/// Large products (m n k >= kLargeWork) run on num_threads() threads, through OpenBLAS when it is
-/// usable; smaller ones through Eigen on the calling thread.
-template <bool TransA, bool TransB, class T>
-void strided_gemm(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m, int64_t n,
-                  int64_t k) {
-  const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= gemm_detail::kLargeWork;
-#if FLUXION_WITH_BLAS
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    const bool fits = std::max({m, n, k, lda, ldb, ldc}) <= INT_MAX;
-    if (large && fits && blas_usable()) {
-      num_threads();  // applies the thread count to OpenBLAS once
-      const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
-      return;
-    }
-  }
-#endif
-  gemm_detail::ProductThreads threads(large ? num_threads() : 1);
-  const Eigen::OuterStride<> sa(lda), sb(ldb), sc(ldc);
-  auto lhs = [&] {
-    if constexpr (TransA) return StridedMap<T>(a, k, m, sa).transpose();
-    else return StridedMap<T>(a, m, k, sa);
-  }();
-  auto rhs = [&] {
-    if constexpr (TransB) return StridedMap<T>(b, n, k, sb).transpose();
-    else return StridedMap<T>(b, k, n, sb);
-  }();
-  MutableStridedMap<T>(c, m, n, sc).noalias() = lhs * rhs;
-}
+using gemm_detail::strided_gemm;
 
 /// b[i, :] = s[i] x[i, :] for the n x d row-major x.
 template <class T>
