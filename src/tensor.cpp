@@ -36,11 +36,8 @@ FLUXION_REPL_INLINE Tensor TracerImpl::concrete_value(const char* what) const {
       "control flow.");
 }
 
-const TensorImpl* Tensor::checked() const {
-  if (!impl_)
-    detail::fail<Error>("tensor", "use of an empty (default-constructed) Tensor. ",
-                        "Assign it a value first.");
-  return impl_.get();
+void Tensor::fail_empty() {
+  detail::fail<Error>("tensor", "use of an empty (default-constructed) Tensor. ", "Assign it a value first.");
 }
 
 Tensor Tensor::concrete(const char* what) const {
@@ -49,22 +46,18 @@ Tensor Tensor::concrete(const char* what) const {
   return static_cast<const TracerImpl*>(p)->concrete_value(what).concrete(what);
 }
 
-const ArrayImpl& Tensor::array(const char* what) const {
+void Tensor::fail_not_concrete(const char* what) const {
   const TensorImpl* p = checked();
-  if (p->is_tracer()) {
-    // A tracer whose transform knows a concrete value (jvp) is never handed to a kernel directly.
-    static_cast<const TracerImpl*>(p)->concrete_value(what);
-    detail::fail<ConcretizationError>(what, "expected a concrete array, got a traced value ",
-                                      p->aval(), ". Call .concrete() first.");
-  }
-  return static_cast<const ArrayImpl&>(*p);
+  // A tracer whose transform knows a concrete value (jvp) is never handed to a kernel directly.
+  static_cast<const TracerImpl*>(p)->concrete_value(what);
+  detail::fail<ConcretizationError>(what, "expected a concrete array, got a traced value ", p->aval(),
+                                    ". Call .concrete() first.");
 }
 
 namespace detail {
-void check_dtype_access(const Tensor& t, DType requested, const char* what) {
-  if (t.dtype() != requested)
-    fail<DTypeError>(what, "requested elements of type ", requested, " from a tensor of dtype ",
-                     t.dtype(), ". Convert with fx::astype or use the matching C++ type.");
+void fail_dtype_access(const Tensor& t, DType requested, const char* what) {
+  fail<DTypeError>(what, "requested elements of type ", requested, " from a tensor of dtype ", t.dtype(),
+                   ". Convert with fx::astype or use the matching C++ type.");
 }
 }  // namespace detail
 

@@ -38,23 +38,25 @@ class Buffer {
 /// What a Tensor handle points to: a concrete array or a tracer.
 class TensorImpl {
  public:
-  TensorImpl(AbstractValue aval, Device device) : aval_(std::move(aval)), device_(device) {}
+  TensorImpl(AbstractValue aval, Device device, bool tracer)
+      : aval_(std::move(aval)), device_(device), tracer_(tracer) {}
   virtual ~TensorImpl() = default;
   const AbstractValue& aval() const { return aval_; }
   Device device() const { return device_; }
-  virtual bool is_tracer() const = 0;
+  /// A flag, not a virtual call: kernels ask it for every operand (Tensor::data).
+  bool is_tracer() const { return tracer_; }
 
  private:
   AbstractValue aval_;
   Device device_;
+  bool tracer_;
 };
 
 /// A concrete row-major contiguous array: an aval plus a (possibly shared) buffer.
 class ArrayImpl final : public TensorImpl {
  public:
   ArrayImpl(AbstractValue aval, std::shared_ptr<Buffer> buffer)
-      : TensorImpl(std::move(aval), buffer->device()), buffer_(std::move(buffer)) {}
-  bool is_tracer() const override { return false; }
+      : TensorImpl(std::move(aval), buffer->device(), /*tracer=*/false), buffer_(std::move(buffer)) {}
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   void* data() const { return buffer_->data(); }
 
@@ -67,8 +69,7 @@ class ArrayImpl final : public TensorImpl {
 class TracerImpl : public TensorImpl {
  public:
   TracerImpl(AbstractValue aval, Device device, std::shared_ptr<InterpreterTag> owner)
-      : TensorImpl(std::move(aval), device), owner_(std::move(owner)) {}
-  bool is_tracer() const override { return true; }
+      : TensorImpl(std::move(aval), device, /*tracer=*/true), owner_(std::move(owner)) {}
   const std::shared_ptr<InterpreterTag>& owner() const { return owner_; }
   /// The concrete value behind the tracer when its transform knows one (jvp: the primal).
   /// The default throws ConcretizationError naming the transform; `what` names the conversion.
@@ -96,7 +97,11 @@ class Tensor {
 
   /// The concrete array behind this handle; ConcretizationError for a value traced by vmap/jit.
   /// `what` names the conversion for the message (e.g. "item").
-  const ArrayImpl& array(const char* what = "array") const;
+  const ArrayImpl& array(const char* what = "array") const {
+    const TensorImpl* p = checked();
+    if (p->is_tracer()) fail_not_concrete(what);
+    return static_cast<const ArrayImpl&>(*p);
+  }
   /// This tensor made concrete (a jvp tracer yields its primal); throws like array().
   Tensor concrete(const char* what = "concrete") const;
 
@@ -110,7 +115,13 @@ class Tensor {
   template <class T> std::vector<T> to_vector() const;
 
  private:
-  const TensorImpl* checked() const;
+  // The checks of every access are inline; their failures are not.
+  const TensorImpl* checked() const {
+    if (!impl_) fail_empty();
+    return impl_.get();
+  }
+  [[noreturn]] static void fail_empty();
+  [[noreturn]] void fail_not_concrete(const char* what) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 
@@ -170,7 +181,10 @@ To convert_scalar(From v) {
     return static_cast<To>(v);
   }
 }
-void check_dtype_access(const Tensor& t, DType requested, const char* what);
+[[noreturn]] void fail_dtype_access(const Tensor& t, DType requested, const char* what);
+inline void check_dtype_access(const Tensor& t, DType requested, const char* what) {
+  if (t.dtype() != requested) fail_dtype_access(t, requested, what);
+}
 }  // namespace detail
 
 template <class T> const T* Tensor::data() const {
