@@ -671,3 +671,32 @@ TEST_CASE("ops: take needs integer indices and a valid axis") {
   CHECK_THROWS_WITH_AS(fx::take(fx::zeros({0}), fx::tensor({0}), 0), Contains("[take] cannot take indices from axis 0"),
                        fx::ShapeError);
 }
+
+TEST_CASE("ops: f64 tanh is within 2 ulp of a long-double tanh, vectorised and scalar, with its special values") {
+  // Both branches (|x| < 0.625: continued fraction; above: exp), the switch point, tiny and huge
+  // arguments; lengths 3 (scalar path only) and 1000 (vector packets plus a scalar tail).
+  std::vector<double> xs{0.0, -0.0, 1e-300, -1e-20, 1e-8, 0.1, -0.3, 0.6249999999, 0.625, -0.625, 0.6250000001,
+                         0.9, -1.7, 3.0, 9.5, -19.0, 20.0, 400.0, -1e300};
+  for (int i = 0; i < 1000; ++i) xs.push_back(-3.0 + 6.0 * i / 999.0);
+  for (int64_t n : {int64_t{3}, static_cast<int64_t>(xs.size())}) {
+    std::vector<double> in(xs.begin(), xs.begin() + n);
+    std::vector<double> got = fx::tanh(fx::from_vector(in)).to_vector<double>();
+    for (int64_t i = 0; i < n; ++i) {
+      const long double want = std::tanh(static_cast<long double>(in[i]));
+      const double w = static_cast<double>(want);
+      const double ulp = std::nextafter(std::fabs(w), INFINITY) - std::fabs(w);
+      CAPTURE(in[i]);
+      CHECK(std::fabs(static_cast<long double>(got[i]) - want) <= 2 * ulp);
+      CHECK(std::signbit(got[i]) == std::signbit(in[i]));  // -0 stays -0
+    }
+  }
+  std::vector<double> special =
+      fx::tanh(fx::from_vector(std::vector<double>{INFINITY, -INFINITY, NAN, 0.5, 2.0, NAN, -INFINITY, 1.0, NAN}))
+          .to_vector<double>();
+  CHECK(special[0] == 1.0);
+  CHECK(special[1] == -1.0);
+  CHECK(std::isnan(special[2]));
+  CHECK(std::isnan(special[5]));
+  CHECK(special[6] == -1.0);
+  CHECK(std::isnan(special[8]));
+}
