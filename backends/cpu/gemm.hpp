@@ -159,6 +159,45 @@ bool blas_gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A
   return false;
 }
 
+/// c = op(a) op(b) for a long thin product with a tiny inner product: N result columns and K
+/// contracted elements (2..4 each, compile-time), any number m of rows; b is held in registers.
+/// The blocked kernel packs and pads b to its register tile: 7.7 µs for 1000x2x2 in f64 against
+/// 0.7 µs here (4x4: 9.6 vs 3.5 µs) — the per-component products of the GMM (bench W8).
+template <int K, int N, bool TransA, bool TransB, class A>
+void thin_product(const A* a, const A* b, A* c, int64_t m) {
+  A bl[K][N];
+  for (int l = 0; l < K; ++l)
+    for (int j = 0; j < N; ++j) bl[l][j] = TransB ? b[j * K + l] : b[l * N + j];
+  for (int64_t i = 0; i < m; ++i) {
+    A* ci = c + i * N;
+    for (int j = 0; j < N; ++j) {
+      A acc = 0;
+      for (int l = 0; l < K; ++l) acc += (TransA ? a[l * m + i] : a[i * K + l]) * bl[l][j];
+      ci[j] = acc;
+    }
+  }
+}
+
+/// thin_product for runtime n, k in [2, 4] (floating types; false: not handled).
+template <bool TransA, bool TransB, class A>
+bool thin_dispatch(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (n < 2 || n > 4 || k < 2 || k > 4) return false;
+    auto with_k = [&](auto kk) {
+      constexpr int K = decltype(kk)::value;
+      if (n == 2) thin_product<K, 2, TransA, TransB>(a, b, c, m);
+      else if (n == 3) thin_product<K, 3, TransA, TransB>(a, b, c, m);
+      else thin_product<K, 4, TransA, TransB>(a, b, c, m);
+    };
+    if (k == 2) with_k(std::integral_constant<int, 2>());
+    else if (k == 3) with_k(std::integral_constant<int, 3>());
+    else with_k(std::integral_constant<int, 4>());
+    return true;
+  }
+  (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
+  return false;
+}
+
 /// c = op(a) * op(b) for one batch of a GEMM (m, n > 1), all operands contiguous.
 template <bool TransA, bool TransB, class A>
 void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
@@ -169,6 +208,7 @@ void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
     Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
     return;
   }
+  if (!large && m > 4 && thin_dispatch<TransA, TransB>(a, b, c, m, n, k)) return;
   strided_gemm<TransA, TransB>(a, TransA ? m : k, b, TransB ? k : n, c, n, m, n, k);
 }
 
