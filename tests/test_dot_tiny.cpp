@@ -185,41 +185,49 @@ TEST_CASE("dot_general: matmul of small matrices and vectors through the public 
 
 namespace {
 
-/// The thin-product path (m rows, n and k in [2, 4]) in the layout <TransA, TransB> against the
+/// The thin-product path (m rows, n and k in [2, 4]) and the short-product path (m and n in
+/// [2, 4], any k) in the layout <TransA, TransB> against the
 /// reference kernel, for every n, k and a few row counts; false once a difference is found.
 template <bool TransA, bool TransB, class T>
 void check_thin_layout() {
-  for (int64_t m : {5, 64, 1001})
-    for (int64_t n = 2; n <= 4; ++n)
-      for (int64_t k = 2; k <= 4; ++k) {
-        const Dims ls = TransA ? Dims{k, m} : Dims{m, k}, rs = TransB ? Dims{n, k} : Dims{k, n};
-        const fx::AxisPair contract{{TransA ? 0 : 1}, {TransB ? 1 : 0}};
-        const std::vector<T> l = values<T>(m * k, 3), r = values<T>(k * n, 4);
-        std::vector<T> thin(static_cast<size_t>(m * n), T(-99)), ref(static_cast<size_t>(m * n), T(-55));
-        REQUIRE(fx::cpu::gemm_detail::thin_dispatch<TransA, TransB>(l.data(), r.data(), thin.data(), m, n, k));
-        fx::reference::dot_general(l.data(), ls, r.data(), rs, contract, {}, ref.data());
-        size_t bad = thin.size();
-        for (size_t i = 0; i < thin.size() && bad == thin.size(); ++i)
-          if (std::fabs(double(thin[i]) - double(ref[i])) > (sizeof(T) == 4 ? 1e-5 : 1e-13) * (1 + std::fabs(double(ref[i]))))
-            bad = i;
-        CHECK_MESSAGE(bad == thin.size(), "m=", m, " n=", n, " k=", k, " TransA=", TransA, " TransB=", TransB,
-                      " differs at ", bad);
-      }
+  // Thin (many rows, k in [2, 4]) and short (m in [2, 4], a long contraction) shapes.
+  std::vector<std::pair<int64_t, int64_t>> mk;
+  for (int64_t m : {2, 5, 64, 1001})
+    for (int64_t k = 2; k <= 4; ++k) mk.push_back({m, k});
+  for (int64_t m = 2; m <= 4; ++m)
+    for (int64_t k : {5, 300}) mk.push_back({m, k});
+  for (const auto& [m, k] : mk)
+    for (int64_t n = 2; n <= 4; ++n) {
+      const Dims ls = TransA ? Dims{k, m} : Dims{m, k}, rs = TransB ? Dims{n, k} : Dims{k, n};
+      const fx::AxisPair contract{{TransA ? 0 : 1}, {TransB ? 1 : 0}};
+      const std::vector<T> l = values<T>(m * k, 3), r = values<T>(k * n, 4);
+      std::vector<T> thin(static_cast<size_t>(m * n), T(-99)), ref(static_cast<size_t>(m * n), T(-55));
+      REQUIRE(fx::cpu::gemm_detail::thin_dispatch<TransA, TransB>(l.data(), r.data(), thin.data(), m, n, k));
+      fx::reference::dot_general(l.data(), ls, r.data(), rs, contract, {}, ref.data());
+      size_t bad = thin.size();
+      for (size_t i = 0; i < thin.size() && bad == thin.size(); ++i)
+        if (std::fabs(double(thin[i]) - double(ref[i])) > (sizeof(T) == 4 ? 1e-5 : 1e-13) * (1 + std::fabs(double(ref[i]))))
+          bad = i;
+      CHECK_MESSAGE(bad == thin.size(), "m=", m, " n=", n, " k=", k, " TransA=", TransA, " TransB=", TransB,
+                    " differs at ", bad);
+    }
 }
 
 }  // namespace
 
-TEST_CASE("dot_general thin path: many rows times a 2..4 x 2..4 matrix, every layout, equals the reference") {
+TEST_CASE("dot_general thin and short paths: 2..4 wide products of many rows or long contractions, every layout, equal the reference") {
   check_thin_layout<false, false, double>();
   check_thin_layout<false, true, double>();
   check_thin_layout<true, false, double>();
   check_thin_layout<true, true, double>();
   check_thin_layout<false, true, float>();
   check_thin_layout<true, false, float>();
-  // Outside its domain (n or k of 1 or above 4, integers) it declines and leaves the output alone.
+  // Outside its domain (n of 1 or above 4, both m and k above 4, integers) it declines and leaves
+  // the output alone.
   std::vector<double> a(40, 1.0), b(40, 1.0), c(40, -1.0);
   CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 5, 2));
-  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 2, 1));
+  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 2, 5));
+  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 1, 2));
   std::vector<int32_t> ia(40, 1), ib(40, 1), ic(40, -1);
   CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(ia.data(), ib.data(), ic.data(), 8, 2, 2));
   CHECK(c[0] == -1.0);

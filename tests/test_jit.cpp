@@ -214,6 +214,9 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
       {{3}, {3, 700}, {0}},       {{5}, {5, 2048}, {0}},    {{2000}, {2000, 3}, {0}},
       {{1}, {1, 5003}, {0}},      {{4}, {4, 3, 700}, {0}},  {{3, 2}, {3, 2, 1365}, {0, 1}},
       {{8193}, {8193, 1}, {0}},   {{700}, {3, 700}, {1}},
+      // Rows repeated along a middle dim (copied from the output, doubling), cycles crossing blocks.
+      {{25, 1, 2}, {25, 1000, 2}, {0, 1, 2}}, {{25, 2}, {25, 1000, 2}, {0, 2}}, {{4, 3}, {4, 700, 3}, {0, 2}},
+      {{2, 5}, {2, 333, 5}, {0, 2}}, {{3, 2}, {3, 50, 7, 2}, {0, 3}}, {{7}, {3, 1100, 7}, {2}},
   };
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {

@@ -178,21 +178,45 @@ void thin_product(const A* a, const A* b, A* c, int64_t m) {
   }
 }
 
-/// thin_product for runtime n, k in [2, 4] (floating types; false: not handled).
+/// c = op(a) op(b) for a tiny M x N result (2..4 each, compile-time) of a long contraction over
+/// k: M N accumulators in registers, one pass over both operands (Eigen's coefficient-based
+/// product walks the transposed operand with a stride per coefficient: ~6.8 µs for 2x2x1000).
+template <int M, int N, bool TransA, bool TransB, class A>
+void short_product(const A* a, const A* b, A* c, int64_t k) {
+  A acc[M][N] = {};
+  for (int64_t l = 0; l < k; ++l)
+    for (int i = 0; i < M; ++i) {
+      const A ai = TransA ? a[l * M + i] : a[i * k + l];
+      for (int j = 0; j < N; ++j) acc[i][j] += ai * (TransB ? b[j * k + l] : b[l * N + j]);
+    }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) c[i * N + j] = acc[i][j];
+}
+
+/// Calls f(std::integral_constant<int, v>) for v in [2, 4]; false for other v.
+template <class F>
+bool with_small(int64_t v, F&& f) {
+  switch (v) {
+    case 2: f(std::integral_constant<int, 2>()); return true;
+    case 3: f(std::integral_constant<int, 3>()); return true;
+    case 4: f(std::integral_constant<int, 4>()); return true;
+    default: return false;
+  }
+}
+
+/// thin_product for runtime n, k in [2, 4], or short_product for m, n in [2, 4] (floating types;
+/// false: not handled, nothing written).
 template <bool TransA, bool TransB, class A>
 bool thin_dispatch(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
   if constexpr (std::is_floating_point_v<A>) {
-    if (n < 2 || n > 4 || k < 2 || k > 4) return false;
-    auto with_k = [&](auto kk) {
-      constexpr int K = decltype(kk)::value;
-      if (n == 2) thin_product<K, 2, TransA, TransB>(a, b, c, m);
-      else if (n == 3) thin_product<K, 3, TransA, TransB>(a, b, c, m);
-      else thin_product<K, 4, TransA, TransB>(a, b, c, m);
-    };
-    if (k == 2) with_k(std::integral_constant<int, 2>());
-    else if (k == 3) with_k(std::integral_constant<int, 3>());
-    else with_k(std::integral_constant<int, 4>());
-    return true;
+    if (n < 2 || n > 4) return false;
+    if (k >= 2 && k <= 4)
+      return with_small(k, [&](auto kk) {
+        with_small(n, [&](auto nn) { thin_product<decltype(kk)::value, decltype(nn)::value, TransA, TransB>(a, b, c, m); });
+      });
+    return with_small(m, [&](auto mm) {
+      with_small(n, [&](auto nn) { short_product<decltype(mm)::value, decltype(nn)::value, TransA, TransB>(a, b, c, k); });
+    });
   }
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
   return false;
@@ -202,13 +226,13 @@ bool thin_dispatch(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k
 template <bool TransA, bool TransB, class A>
 void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
   const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
-  // A tiny result (per-component 2x2 blocks of a long contraction) costs more to pack for the
-  // blocked kernel than to compute coefficient by coefficient.
+  // Thin or tiny results (per-component 2x2 blocks: of n points, or of a long contraction) cost
+  // more to pack for the blocked kernel than to compute in registers (integers: coefficient-wise).
+  if (!large && thin_dispatch<TransA, TransB>(a, b, c, m, n, k)) return;
   if (!large && m <= 4 && n <= 4) {
     Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
     return;
   }
-  if (!large && m > 4 && thin_dispatch<TransA, TransB>(a, b, c, m, n, k)) return;
   strided_gemm<TransA, TransB>(a, TransA ? m : k, b, TransB ? k : n, c, n, m, n, k);
 }
 
