@@ -878,3 +878,25 @@ TEST_CASE("symmetric: a transpose swapping dims of a symmetric value is dropped,
   fx::Jaxpr general = checked(&passes::optimize, gram_plus(false), args);
   CHECK_MESSAGE(equations_of(general, "transpose").size() == 1, to_text(general));
 }
+
+TEST_CASE("simplify: negation and scalar factors move past a sum of the value they scale") {
+  Vec args{random_tensor({4, 50, 3}, fx::f64, 98), random_tensor({}, fx::f64, 99)};
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& c) {
+    return std::make_tuple(lax::reduce_sum(lax::neg(x), {1}), lax::reduce_sum(lax::mul(c, lax::exp(x)), {0, 2}));
+  })(args[0], args[1]);
+  fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
+  CHECK(to_text(out) ==
+        "{ lambda ; a:f64[4,50,3] b:f64[]. let\n"
+        "    c:f64[4,50,3] = exp a\n"
+        "    d:f64[50] = reduce_sum[axes=(0,2)] c\n"
+        "    e:f64[50] = mul d b\n"
+        "    f:f64[4,3] = reduce_sum[axes=(1,)] a\n"
+        "    g:f64[4,3] = neg f\n"
+        "  in (g, e) }");
+  // A scaled value also read elsewhere stays as it is.
+  fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor&) {
+    fx::Tensor n = lax::neg(x);
+    return std::make_tuple(lax::reduce_sum(n, {1}), n);
+  })(args[0], args[1]);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
+}

@@ -1,6 +1,7 @@
 // The algebraic rules of simplify: units (x*1, x+0, x-0, x/1, x*-1), double negation, movement
-// that changes nothing, transpose/reshape/broadcast chains, select on a known predicate. Never
-// x*0 -> 0 (NaN and inf would not propagate, as in JAX). "Ones"/"zeros" are any splat constant.
+// that changes nothing, transpose/reshape/broadcast chains, select on a known predicate, negation
+// and scalar factors moved past a sum. Never x*0 -> 0 (NaN and inf would not propagate, as in
+// JAX). "Ones"/"zeros" are any splat constant.
 #include <algorithm>
 
 #include "fluxion/lax.hpp"
@@ -233,6 +234,29 @@ Result select_known(Sweep& s, const Equation& e) {
   return std::nullopt;
 }
 
+// sum(neg x) -> neg(sum x) and sum(x * c) -> sum(x) * c for a rank-0 c, when the scaled value
+// is read only by the sum: the scaling then touches the (smaller) reduced value instead of a
+// full-size pass of its own (W8's gradient negates a [K, n, d] product before summing over n).
+Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const auto& P = prims();
+  const Equation* inner = s.producer(e.inputs[0]);
+  if (!inner || inner->outputs.size() != 1 || s.uses(e.inputs[0]) != 1) return std::nullopt;
+  const std::vector<int64_t> axes = simplify_detail::int_list_param(*e.params, "axes");
+  if (inner->primitive == P.neg)
+    return s.emit(out, {inner->inputs[0]}, [&](const std::vector<Tensor>& xs) {
+      return lax::neg(lax::reduce_sum(xs[0], axes));
+    });
+  if (inner->primitive != P.mul || inner->inputs.size() != 2) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    const Atom &x = inner->inputs[i], &c = inner->inputs[1 - i];
+    if (s.aval(c).ndim() != 0 || s.aval(x) != s.aval(e.inputs[0])) continue;
+    return s.emit(out, {x, c}, [&](const std::vector<Tensor>& xs) {
+      return lax::mul(lax::reduce_sum(xs[0], axes), xs[1]);
+    });
+  }
+  return std::nullopt;
+}
+
 }  // namespace simplify_algebra
 
 namespace simplify_detail {
@@ -251,6 +275,7 @@ std::optional<Atom> algebra_rules(Sweep& s, const Equation& e) {
   if (is_reshape_like(p)) return reshape_chain(s, e, out);
   if (p == P.broadcast) return broadcast_chain(s, e, out);
   if (p == P.select) return select_known(s, e);
+  if (p == P.reduce_sum) return scaling_past_sum(s, e, out);
   return std::nullopt;
 }
 
