@@ -1,8 +1,8 @@
 /// CPU gram kernel: out = xᵀ diag(s) x for a row-major x [N, D] and s [N]. Only the lower
 /// triangle is multiplied out (about half the multiply-adds of a full GEMM): the rows of x are
 /// scaled by s into a scratch B, the lower triangle of xᵀ B is computed one block row of
-/// kLeaf rows at a time (one GEMM each, up to and including its diagonal block), and the strict lower triangle is then mirrored into the upper one, so the result is exactly
-/// symmetric. GEMMs go to OpenBLAS or Eigen by the rules of backends/cpu/gemm.hpp.
+/// kPanelRows rows at a time (one GEMM each, up to and including its diagonal block), and the
+/// strict lower triangle is then mirrored into the upper one, so the result is exactly symmetric. GEMMs go to OpenBLAS or Eigen by the rules of backends/cpu/gemm.hpp.
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -18,7 +18,7 @@ namespace gram_detail {
 
 /// Rows per block row of the lower triangle (one GEMM each). Chosen by measurement (bench W4
 /// shape, f64 1000x1000, one thread): see the header comment of primitives/gram.cpp.
-inline constexpr int64_t kLeaf = 128;
+inline constexpr int64_t kPanelRows = 128;
 /// Tile edge of the mirroring transpose copy (two 32x32 f64 tiles fit in L1).
 inline constexpr int64_t kMirrorTile = 32;
 
@@ -83,9 +83,9 @@ void mirror_lower(T* c, int64_t d) {
 }  // namespace gram_detail
 
 /// out (d x d, row-major) = xᵀ diag(s) x for the n x d row-major x and s of n elements; exactly
-/// symmetric. `leaf`: rows per block row (a tuning knob for benchmarks).
+/// symmetric. `panel_rows`: rows per block row (a tuning knob for benchmarks).
 template <class T>
-void gram(const T* x, const T* s, T* out, int64_t n, int64_t d, int64_t leaf = gram_detail::kLeaf) {
+void gram(const T* x, const T* s, T* out, int64_t n, int64_t d, int64_t panel_rows = gram_detail::kPanelRows) {
   using namespace gram_detail;
   if (d == 0) return;
   if (n == 0) {
@@ -94,7 +94,7 @@ void gram(const T* x, const T* s, T* out, int64_t n, int64_t d, int64_t leaf = g
   }
   ScratchBuffer<T> b(static_cast<size_t>(n * d));
   scale_rows(x, s, b.get(), n, d);
-  lower_panels(x, b.get(), out, n, d, std::max<int64_t>(leaf, 1));
+  lower_panels(x, b.get(), out, n, d, std::max<int64_t>(panel_rows, 1));
   mirror_lower(out, d);
 }
 
