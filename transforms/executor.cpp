@@ -493,6 +493,23 @@ namespace executor_detail {
 
 void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len);
 
+/// The sum of p[0, n) in double. kLanes partial sums, combined pairwise at the end: the inner
+/// loop becomes vector converts and adds (f32 or f64) with several independent add chains. The
+/// four scalar sums this replaced were not vectorised: 30 % of bench W1's function time.
+template <class T>
+double sum_in_double(const T* p, int64_t n) {
+  constexpr int kLanes = 32;
+  double s[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) s[j] += static_cast<double>(p[i + j]);
+  double tail = 0;
+  for (; i < n; ++i) tail += static_cast<double>(p[i]);
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) s[j] += s[j + width];
+  return s[0] + tail;
+}
+
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
 /// value when `one`) into its per-output sums `acc` (double, whatever the operand's float type).
 void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, int64_t start, int64_t len) {
@@ -520,18 +537,8 @@ void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, 
         const int64_t run = std::min(row - c, len - done);
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
-        } else {  // four partial sums: independent adds the compiler can put in vector lanes
-          const T* p = x + done;
-          double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          int64_t i = 0;
-          for (; i + 4 <= run; i += 4) {
-            s0 += static_cast<double>(p[i]);
-            s1 += static_cast<double>(p[i + 1]);
-            s2 += static_cast<double>(p[i + 2]);
-            s3 += static_cast<double>(p[i + 3]);
-          }
-          for (; i < run; ++i) s0 += static_cast<double>(p[i]);
-          acc[r] += (s0 + s1) + (s2 + s3);
+        } else {
+          acc[r] += sum_in_double(x + done, run);
         }
         done += run;
       }
