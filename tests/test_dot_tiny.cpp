@@ -215,6 +215,59 @@ void check_thin_layout() {
 
 }  // namespace
 
+namespace {
+
+/// The register kernels (n up to kRegisterCols, and k or m as small) in the layout
+/// <TransA, TransB> against the reference kernel; the elements after the m x n result (where the
+/// kernels' full-packet row stores would spill) must be left alone.
+template <bool TransA, bool TransB, class T>
+void check_register_layout() {
+  constexpr int64_t most = fx::cpu::gemm_detail::kRegisterCols<T>;
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes;  // m, n, k
+  for (int64_t n : {2, 3, 5, 8, 9, 10, 15, 16})
+    for (int64_t m : {1, 2, 3, 5, 7, 64, 1001})
+      for (int64_t k : {1, 5, 10, 16})
+        if (n <= most && k <= most) shapes.push_back({m, n, k});
+  if (!TransB)  // short: small m, long contraction
+    for (int64_t n : {5, 10, 16})
+      for (int64_t m : {2, 5, 10, 16})
+        for (int64_t k : {17, 300})
+          if (n <= most && m <= most) shapes.push_back({m, n, k});
+  for (const auto& [m, n, k] : shapes) {
+    const Dims ls = TransA ? Dims{k, m} : Dims{m, k}, rs = TransB ? Dims{n, k} : Dims{k, n};
+    const fx::AxisPair contract{{TransA ? 0 : 1}, {TransB ? 1 : 0}};
+    const std::vector<T> l = values<T>(m * k, 3), r = values<T>(k * n, 4);
+    const size_t size = static_cast<size_t>(m * n), guard = 40;
+    std::vector<T> got(size + guard, T(-99)), ref(size, T(-55)), scale(size);
+    REQUIRE(fx::cpu::gemm_detail::thin_dispatch<TransA, TransB>(l.data(), r.data(), got.data(), m, n, k));
+    fx::reference::dot_general(l.data(), ls, r.data(), rs, contract, {}, ref.data());
+    // Rounding is relative to the sum of |terms| (the values cancel): the product of |l| and |r|.
+    std::vector<T> la(l), ra(r);
+    for (T& v : la) v = std::fabs(v);
+    for (T& v : ra) v = std::fabs(v);
+    fx::reference::dot_general(la.data(), ls, ra.data(), rs, contract, {}, scale.data());
+    size_t bad = got.size();
+    for (size_t i = 0; i < size && bad == got.size(); ++i)
+      if (std::fabs(double(got[i]) - double(ref[i])) > (sizeof(T) == 4 ? 1e-5 : 1e-13) * (1 + double(scale[i])))
+        bad = i;
+    for (size_t i = size; i < got.size() && bad == got.size(); ++i)
+      if (got[i] != T(-99)) bad = i;
+    CHECK_MESSAGE(bad == got.size(), "m=", m, " n=", n, " k=", k, " TransA=", TransA, " TransB=", TransB,
+                  " differs at ", bad, " (result size ", size, ")");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dot_general register kernels: up to 16 wide products of many rows or long contractions, every layout, equal the reference and write nothing past the result") {
+  check_register_layout<false, false, double>();
+  check_register_layout<false, true, double>();
+  check_register_layout<true, false, double>();
+  check_register_layout<true, true, double>();
+  check_register_layout<false, false, float>();
+  check_register_layout<true, false, float>();
+}
+
 TEST_CASE("dot_general thin and short paths: 2..4 wide products of many rows or long contractions, every layout, equal the reference") {
   check_thin_layout<false, false, double>();
   check_thin_layout<false, true, double>();
@@ -222,11 +275,13 @@ TEST_CASE("dot_general thin and short paths: 2..4 wide products of many rows or 
   check_thin_layout<true, true, double>();
   check_thin_layout<false, true, float>();
   check_thin_layout<true, false, float>();
-  // Outside its domain (n of 1 or above 4, both m and k above 4, integers) it declines and leaves
-  // the output alone.
-  std::vector<double> a(40, 1.0), b(40, 1.0), c(40, -1.0);
-  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 5, 2));
-  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 2, 5));
+  // Outside its domain (n of 1 or above kRegisterCols, both m and k above it, a transposed b
+  // with a long contraction, integers) it declines and leaves the output alone.
+  constexpr int64_t wide = fx::cpu::gemm_detail::kRegisterCols<double> + 1;
+  std::vector<double> a(40 * wide, 1.0), b(40 * wide, 1.0), c(40 * wide, -1.0);
+  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, wide, 2));
+  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), wide, 2, wide));
+  CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, true>(a.data(), b.data(), c.data(), 8, 5, wide));
   CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(a.data(), b.data(), c.data(), 8, 1, 2));
   std::vector<int32_t> ia(40, 1), ib(40, 1), ic(40, -1);
   CHECK_FALSE(fx::cpu::gemm_detail::thin_dispatch<false, false>(ia.data(), ib.data(), ic.data(), 8, 2, 2));

@@ -193,6 +193,86 @@ void short_product(const A* a, const A* b, A* c, int64_t k) {
     for (int j = 0; j < N; ++j) c[i * N + j] = acc[i][j];
 }
 
+/// Vector registers (Eigen packets) of A that hold the padded rows of the register kernels below.
+template <class A> using PacketOf = typename Eigen::internal::packet_traits<A>::type;
+template <class A> inline constexpr int kPacketSize = Eigen::internal::packet_traits<A>::size;
+/// The register kernels take n <= kRegisterCols<A> result columns (two packets, at most 16).
+template <class A> inline constexpr int kRegisterCols = std::min(16, 2 * kPacketSize<A>);
+
+/// Rows [i0, i0 + R) of c = op(a) op(b) for the register kernels: each result row is NP packets
+/// accumulated over `k` steps. `row_b(l)` points at row l of op(b) with at least NP packets
+/// readable (unaligned; lanes past n may hold anything), `a_at(i, l)` is an element of op(a).
+/// Rows are written as full packets to `out` (stride ldo).
+template <int R, int NP, class A, class RowB, class AAt>
+inline void register_rows(int64_t i0, int64_t k, const RowB& row_b, const AAt& a_at, A* out, int64_t ldo) {
+  namespace ei = Eigen::internal;
+  using P = PacketOf<A>;
+  constexpr int PS = kPacketSize<A>;
+  P acc[R][NP];
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < NP; ++p) acc[r][p] = ei::pset1<P>(A(0));
+  for (int64_t l = 0; l < k; ++l) {
+    const A* bl = row_b(l);
+    P bv[NP];
+    for (int p = 0; p < NP; ++p) bv[p] = ei::ploadu<P>(bl + p * PS);
+    for (int r = 0; r < R; ++r) {
+      const P av = ei::pset1<P>(a_at(i0 + r, l));
+      for (int p = 0; p < NP; ++p) acc[r][p] = ei::pmadd(av, bv[p], acc[r][p]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < NP; ++p) ei::pstoreu(out + r * ldo + p * PS, acc[r][p]);
+}
+
+/// Runs register_rows over all m rows of c (m x n, contiguous), four rows at a time. Full-packet
+/// stores run past a row's n entries into the next row, which is written later; the last rows
+/// go through a padded buffer so nothing past c's end is touched.
+template <int NP, class A, class RowB, class AAt>
+void register_product(A* c, int64_t m, int64_t n, int64_t k, const RowB& row_b, const AAt& a_at) {
+  constexpr int W = NP * kPacketSize<A>;
+  const int64_t direct = std::max<int64_t>(m - (W + n - 1) / n, 0);  // rows whose spill stays inside c
+  int64_t i = 0;
+  for (; i + 4 <= direct; i += 4) register_rows<4, NP>(i, k, row_b, a_at, c + i * n, n);
+  for (; i < m; ++i) {
+    alignas(64) A row[W];
+    register_rows<1, NP>(i, k, row_b, a_at, row, W);
+    std::copy(row, row + n, c + i * n);
+  }
+}
+
+/// c = op(a) op(b) for many rows and a small op(b) (k, n <= kRegisterCols): op(b) padded into a
+/// tile, result rows accumulated in registers. 1000x10x10 f64: 6.9 µs against 20 µs for
+/// Eigen's blocked product, which packs both operands (the per-component products of bench W8).
+template <bool TransA, bool TransB, class A>
+void thin_register_product(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+  constexpr int W = kRegisterCols<A> <= kPacketSize<A> ? kPacketSize<A> : 2 * kPacketSize<A>;
+  alignas(64) A tile[kRegisterCols<A>][W] = {};
+  for (int64_t l = 0; l < k; ++l)
+    for (int64_t j = 0; j < n; ++j) tile[l][j] = TransB ? b[j * k + l] : b[l * n + j];
+  auto row_b = [&](int64_t l) { return &tile[l][0]; };
+  auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * m + i] : a[i * k + l]; };
+  if (n <= kPacketSize<A>) register_product<1>(c, m, n, k, row_b, a_at);
+  else if constexpr (W > kPacketSize<A>) register_product<2>(c, m, n, k, row_b, a_at);
+}
+
+/// c = op(a) b for a small result (m, n <= kRegisterCols) of a long contraction over k: b is read
+/// in place (its rows are contiguous: b not transposed; the lanes past n read the next row and
+/// only feed result lanes that are never kept), the rows too close to b's end through a padded
+/// copy. 10x1000x10 f64 (op(a) = aᵀ): ~7 µs against 43 µs for Eigen's product.
+template <bool TransA, class A>
+void short_register_product(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+  constexpr int W = kRegisterCols<A> <= kPacketSize<A> ? kPacketSize<A> : 2 * kPacketSize<A>;
+  A row[W] = {};
+  auto row_b = [&](int64_t l) {
+    if (l * n + W <= k * n) return b + l * n;
+    std::copy(b + l * n, b + l * n + n, row);
+    return static_cast<const A*>(row);
+  };
+  auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * m + i] : a[i * k + l]; };
+  if (n <= kPacketSize<A>) register_product<1>(c, m, n, k, row_b, a_at);
+  else if constexpr (W > kPacketSize<A>) register_product<2>(c, m, n, k, row_b, a_at);
+}
+
 /// Calls f(std::integral_constant<int, v>) for v in [2, 4]; false for other v.
 template <class F>
 bool with_small(int64_t v, F&& f) {
@@ -204,19 +284,30 @@ bool with_small(int64_t v, F&& f) {
   }
 }
 
-/// thin_product for runtime n, k in [2, 4], or short_product for m, n in [2, 4] (floating types;
-/// false: not handled, nothing written).
+/// thin_product for runtime n, k in [2, 4], or short_product for m, n in [2, 4]; else the
+/// register kernels for n <= kRegisterCols and k (thin) or m (short, b not transposed) as small
+/// (floating types; false: not handled, nothing written).
 template <bool TransA, bool TransB, class A>
 bool thin_dispatch(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
   if constexpr (std::is_floating_point_v<A>) {
-    if (n < 2 || n > 4) return false;
-    if (k >= 2 && k <= 4)
+    if (n < 2 || n > kRegisterCols<A>) return false;
+    if (n <= 4 && k >= 2 && k <= 4)
       return with_small(k, [&](auto kk) {
         with_small(n, [&](auto nn) { thin_product<decltype(kk)::value, decltype(nn)::value, TransA, TransB>(a, b, c, m); });
       });
-    return with_small(m, [&](auto mm) {
-      with_small(n, [&](auto nn) { short_product<decltype(mm)::value, decltype(nn)::value, TransA, TransB>(a, b, c, k); });
-    });
+    if (n <= 4 && m <= 4 && with_small(m, [&](auto mm) {
+          with_small(n, [&](auto nn) { short_product<decltype(mm)::value, decltype(nn)::value, TransA, TransB>(a, b, c, k); });
+        }))
+      return true;
+    if (k <= kRegisterCols<A>) {
+      thin_register_product<TransA, TransB>(a, b, c, m, n, k);
+      return true;
+    }
+    if (!TransB && m <= kRegisterCols<A>) {
+      short_register_product<TransA>(a, b, c, m, n, k);
+      return true;
+    }
+    return false;
   }
   (void)a, (void)b, (void)c, (void)m, (void)n, (void)k;
   return false;
