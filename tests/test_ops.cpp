@@ -700,3 +700,28 @@ TEST_CASE("ops: f64 tanh is within 2 ulp of a long-double tanh, vectorised and s
   CHECK(special[6] == -1.0);
   CHECK(std::isnan(special[8]));
 }
+
+TEST_CASE("ops: exp near overflow and underflow, vectorised and scalar: finite where the result is, inf above, exact 0 far below") {
+  // Arguments just below the overflow threshold (f32 88.72, f64 709.78) have finite results that
+  // a clamped argument would get wrong; above it the result is inf. Lengths 3 (scalar path) and
+  // 64 (vector packets).
+  auto check = [](auto zero, std::vector<double> args) {
+    using T = decltype(zero);
+    for (size_t n : {size_t{3}, size_t{64}}) {
+      std::vector<T> in(n, T(0));
+      for (size_t i = 0; i < n; ++i) in[i] = static_cast<T>(args[i % args.size()]);
+      std::vector<T> got = fx::exp(fx::from_vector(in)).template to_vector<T>();
+      for (size_t i = 0; i < n; ++i) {
+        const T want = std::exp(in[i]);
+        CAPTURE(n);
+        CAPTURE(double(in[i]));
+        if (std::isinf(want) || want == 0)
+          CHECK(got[i] == want);
+        else
+          CHECK(std::fabs(double(got[i]) - double(want)) <= 4 * std::numeric_limits<T>::epsilon() * double(want));
+      }
+    }
+  };
+  check(0.0f, {88.5, 88.7, 88.72, 88.75, 89.0, 100.0, -150.0, 3.0});
+  check(0.0, {709.5, 709.7, 709.78, 709.8, 710.0, 1000.0, -1000.0, 3.0});
+}
