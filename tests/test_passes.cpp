@@ -900,3 +900,28 @@ TEST_CASE("simplify: negation and scalar factors move past a sum of the value th
   })(args[0], args[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
 }
+
+TEST_CASE("simplify: a negation is absorbed by the add or sub reading it, and moves past a product into one") {
+  Vec args{random_tensor({6}, fx::f64, 71), random_tensor({6}, fx::f64, 72), random_tensor({6}, fx::f64, 73)};
+  // W1's gradient shape: i + x*neg(d) + x*neg(d), then a - neg(b) and neg(a) + b.
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& d, const fx::Tensor& i) {
+    fx::Tensor k = lax::mul(x, lax::neg(d));
+    fx::Tensor m = lax::add(lax::add(i, k), k);
+    return std::make_tuple(m, lax::sub(x, lax::neg(d)), lax::add(lax::neg(i), d));
+  })(args[0], args[1], args[2]);
+  fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
+  CHECK(to_text(out) ==
+        "{ lambda ; a:f64[6] b:f64[6] c:f64[6]. let\n"
+        "    d:f64[6] = mul a b\n"
+        "    e:f64[6] = sub c d\n"
+        "    f:f64[6] = sub e d\n"
+        "    g:f64[6] = sub b c\n"
+        "    h:f64[6] = add a b\n"
+        "  in (f, h, g) }");
+  // A negation read twice by products stays where it is (moving it would add an operation).
+  fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& d, const fx::Tensor&) {
+    fx::Tensor n = lax::neg(d);
+    return std::make_tuple(lax::mul(x, n), lax::mul(d, n));
+  })(args[0], args[1], args[2]);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
+}

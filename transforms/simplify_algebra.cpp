@@ -1,7 +1,7 @@
-// The algebraic rules of simplify: units (x*1, x+0, x-0, x/1, x*-1), double negation, movement
-// that changes nothing, transpose/reshape/broadcast chains, select on a known predicate, negation
-// and scalar factors moved past a sum. Never x*0 -> 0 (NaN and inf would not propagate, as in
-// JAX). "Ones"/"zeros" are any splat constant.
+// The algebraic rules of simplify: units (x*1, x+0, x-0, x/1, x*-1), double negation, negations
+// absorbed by add/sub, movement that changes nothing, transpose/reshape/broadcast chains, select
+// on a known predicate, negation and scalar factors moved past a sum. Never x*0 -> 0 (NaN and
+// inf would not propagate, as in JAX). "Ones"/"zeros" are any splat constant.
 #include <algorithm>
 
 #include "fluxion/lax.hpp"
@@ -257,6 +257,40 @@ Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
   return std::nullopt;
 }
 
+// Negations absorbed by the operation reading them: add(a, neg b) -> sub(a, b), add(neg a, b) ->
+// sub(b, a), sub(a, neg b) -> add(a, b); and mul(x, neg y) -> neg(mul(x, y)) when the neg is read
+// only there, so that an add or sub after the product absorbs it (reverse mode leaves these:
+// W1's gradient of exp(-x^2) adds x * neg(exp(..)) twice). Exact in IEEE and in wrapping integers.
+Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const auto& P = prims();
+  const Primitive* p = e.primitive;
+  if (e.inputs.size() != 2) return std::nullopt;
+  auto negated = [&](size_t i) { return s.produced_by(e.inputs[i], P.neg); };
+  if (p == P.add || p == P.sub) {
+    for (size_t i : {size_t{1}, size_t{0}}) {
+      const Equation* n = negated(i);
+      if (!n || (p == P.sub && i == 0)) continue;
+      const Atom& other = e.inputs[1 - i];
+      const bool subtract = p == P.add;  // add(a, neg b) = a - b; sub(a, neg b) = a + b
+      return s.emit(out, {i == 1 ? other : n->inputs[0], i == 1 ? n->inputs[0] : other},
+                    [&](const std::vector<Tensor>& xs) {
+                      if (!subtract) return lax::add(xs[0], xs[1]);
+                      return i == 1 ? lax::sub(xs[0], xs[1]) : lax::sub(xs[1], xs[0]);
+                    });
+    }
+    return std::nullopt;
+  }
+  if (p != P.mul) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    const Equation* n = negated(i);
+    if (!n || s.uses(e.inputs[i]) != 1) continue;
+    return s.emit(out, {e.inputs[1 - i], n->inputs[0]}, [](const std::vector<Tensor>& xs) {
+      return lax::neg(lax::mul(xs[0], xs[1]));
+    });
+  }
+  return std::nullopt;
+}
+
 }  // namespace simplify_algebra
 
 namespace simplify_detail {
@@ -271,6 +305,7 @@ std::optional<Atom> algebra_rules(Sweep& s, const Equation& e) {
     return e.inputs[0];
   if (p == P.dynamic_update_slice && s.aval(e.inputs[1]) == out) return e.inputs[1];  // overwrites all
   if (Result r = units(s, e, out)) return r;
+  if (Result r = absorbed_negation(s, e, out)) return r;
   if (p == P.transpose) return transpose_chain(s, e, out);
   if (is_reshape_like(p)) return reshape_chain(s, e, out);
   if (p == P.broadcast) return broadcast_chain(s, e, out);
