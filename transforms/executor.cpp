@@ -496,8 +496,15 @@ void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t sta
 /// The sum of p[0, n) in double. kLanes partial sums, combined pairwise at the end: the inner
 /// loop becomes vector converts and adds (f32 or f64) with several independent add chains. The
 /// four scalar sums this replaced were not vectorised: 30 % of bench W1's function time.
+// GCC auto-vectorises with 256-bit vectors on AVX-512 machines unless told otherwise; this loop
+// is converts and adds only, and 512-bit ones took it from 11.6 to 7.8 µs per 65536 f32.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#define FLUXION_WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
+#else
+#define FLUXION_WIDE_VECTORS
+#endif
 template <class T>
-double sum_in_double(const T* p, int64_t n) {
+FLUXION_WIDE_VECTORS double sum_in_double(const T* p, int64_t n) {
   constexpr int kLanes = 32;
   double s[kLanes] = {};
   int64_t i = 0;
