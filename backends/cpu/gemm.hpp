@@ -231,7 +231,7 @@ inline void register_rows(int64_t i0, int64_t k, const RowB& row_b, const AAt& a
 template <int NP, class A, class RowB, class AAt>
 void register_product(A* c, int64_t m, int64_t n, int64_t k, const RowB& row_b, const AAt& a_at) {
   constexpr int W = NP * kPacketSize<A>;
-  constexpr int kMaxRows = std::max(1, EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS / (2 * NP));
+  constexpr int kMaxRows = std::max(1, static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) / (2 * NP));
   const int64_t direct = std::max<int64_t>(m - (W + n - 1) / n, 0);  // rows whose spill stays inside c
   int64_t i = 0;
   auto group = [&](auto rows) {
