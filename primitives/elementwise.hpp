@@ -129,6 +129,7 @@ Primitive make_binary(Traits traits = elementwise_traits()) {
   if constexpr (kLightKernels) p.kernels[static_cast<size_t>(Backend::cpu)] = &reference::binary_kernel<Op>;
   else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
   p.block = &cpu::binary_block<Op>;
+  p.row_block = &cpu::binary_row_block<Op>;
   p.batch = &elementwise_batch_rule;
   return p;
 }

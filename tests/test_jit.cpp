@@ -233,6 +233,82 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
   }
 }
 
+TEST_CASE("jit: broadcasts along trailing dims are read per row by binary members, match eager") {
+  // A broadcast constant along runs of R elements is not filled into a block when its readers in
+  // the group are binary members: they read one value per run. Runs of 1 and 3 (the fill path),
+  // 32, 1000 and 1500 (runs crossing the 1024-element blocks, blocks inside one run), a size-1
+  // operand (one run), a group large enough to split over threads; left and right operands of
+  // sub and div, several readers, a reader that needs the block (tanh), both operands per row, a
+  // literal operand, and the broadcast escaping the group as an output.
+  struct Case {
+    fx::Shape v_shape, shape;
+    std::vector<int64_t> dims;
+  };
+  const std::vector<Case> cases = {
+      {{2000}, {2000, 1}, {0}}, {{1000}, {1000, 3}, {0}},     {{100}, {100, 32}, {0}},
+      {{5}, {5, 1000}, {0}},    {{7}, {7, 1500}, {0}},        {{4, 3}, {4, 3, 100}, {0, 1}},
+      {{1}, {5000}, {0}},       {{3}, {3, 2, 700}, {0}},      {{70}, {70, 1000}, {0}},  // the last: threads
+  };
+  using Fn = std::vector<fx::Tensor> (*)(const fx::Tensor&, const fx::Tensor&, const fx::Tensor&);
+  const std::vector<std::pair<const char*, Fn>> fns = {
+      {"left sub", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+         return std::vector<fx::Tensor>{t - w};
+       }},
+      {"right div", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+         return std::vector<fx::Tensor>{w / t};
+       }},
+      {"left div, right sub, with other members",
+       [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+         return std::vector<fx::Tensor>{fx::exp(w) * 0.5 + (w - t) * (t / w) + fx::maximum(w, t)};
+       }},
+      {"a reader that needs the block", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+         return std::vector<fx::Tensor>{fx::tanh(t) * w + w / t};
+       }},
+      {"both operands per row, and a literal", [](const fx::Tensor& t, const fx::Tensor& u, const fx::Tensor& w) {
+         return std::vector<fx::Tensor>{(t / u) * w + (t - 1.5) * (u * t) - w / u};
+       }},
+      {"the broadcast escapes the group", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+         return std::vector<fx::Tensor>{t, w - t, t / w};
+       }},
+  };
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    for (const Case& c : cases) {
+      for (const auto& [name, fn] : fns) {
+        const std::string label = std::string(name) + ", " + fx::dtype_name(dtype);
+        CAPTURE(label);
+        CAPTURE(c.shape);
+        Fn g = fn;
+        auto f = [&c, g](const fx::Tensor& v, const fx::Tensor& u, const fx::Tensor& w) {
+          return g(fx::lax::broadcast_in_dim(v, c.shape, c.dims), fx::lax::broadcast_in_dim(u, c.shape, c.dims), w);
+        };
+        fx::Tensor v = random_tensor(c.v_shape, dtype, 31, 0.5, 2.0), u = random_tensor(c.v_shape, dtype, 32, 0.5, 2.0);
+        fx::Tensor w = random_tensor(c.shape, dtype, 33, 0.5, 2.0);
+        check_close(fx::jit(f)(v, u, w), f(v, u, w));
+      }
+    }
+  }
+  // Integers take the kernels' scalar-functor path (wrapping sub, truncating div, comparisons).
+  for (int64_t run : {32, 1500}) {
+    CAPTURE(run);
+    auto f = [run](const fx::Tensor& v, const fx::Tensor& w) {
+      fx::Tensor t = fx::lax::broadcast_in_dim(v, {7, run}, {0});
+      return std::vector<fx::Tensor>{t - w, w / t, fx::lax::lt(t, w)};
+    };
+    fx::Tensor v = random_tensor({7}, fx::i32, 36, -50, 50), w = random_tensor({7, run}, fx::i32, 37, -50, 50);
+    check_close(fx::jit(f)(v, w), f(v, w));
+  }
+  // Runs of 32 are read per row (the broadcast never runs); runs of 3 are filled as before.
+  auto plan_of = [](int64_t rows, int64_t run) {
+    auto f = [&](const fx::Tensor& v, const fx::Tensor& w) {
+      return fx::lax::broadcast_in_dim(v, {rows, run}, {0}) / w;
+    };
+    fx::Tensor v = random_tensor({rows}, fx::f32, 34), w = random_tensor({rows, run}, fx::f32, 35);
+    return fx::compile_jaxpr(fx::make_jaxpr(f)(v, w), fx::Device::cpu())->describe();
+  };
+  CHECK_MESSAGE(plan_of(100, 32).find("1 broadcasts read by rows") != std::string::npos, plan_of(100, 32));
+  CHECK_MESSAGE(plan_of(1000, 3).find("read by rows") == std::string::npos, plan_of(1000, 3));
+}
+
 TEST_CASE("jit: comparisons and dtype conversions fuse with the arithmetic around them") {
   // relu's derivative (eq -> bool -> f32), a narrowing f64 -> f32 and a widening bool -> f64 in one
   // group: converted blocks never overwrite inputs not read yet, whatever the element sizes.

@@ -50,10 +50,12 @@ using executor_detail::Kind;
 using executor_detail::kBlock;
 
 /// An operand of a fused member: an external variable (its pointer is resolved per call), a
-/// literal, or a scratch slot of the block.
+/// literal, a scratch slot of the block, or the rows of a broadcast along trailing dims: the
+/// broadcast's external operand, one value per run of `row` elements.
 struct FusedOperand {
-  enum Source : uint8_t { external, literal, scratch } source = external;
+  enum Source : uint8_t { external, literal, scratch, rows } source = external;
   int32_t index = 0;       // position in the step's external list, or scratch slot
+  int64_t row = 0;         // rows: elements per value
   bool scalar = false;     // rank-0: broadcast over the block
   int32_t itemsize = 0;
   const void* literal_ptr = nullptr;
@@ -68,6 +70,8 @@ struct FusedMember {
   bool broadcast = false;
   std::vector<int64_t> bdims, bsrc;
   BlockKernel block = nullptr;
+  RowBlockKernel row_block = nullptr;
+  int64_t row = 0;  // > 0: some inputs are rows operands with runs of `row` elements
   DType in_dtype = f32, out_dtype = f32;
   // A reduce_sum member adds its operand's block into per-output sums (see FusedReduction), kept
   // at accumulator offset `acc` and written out after the group.
@@ -90,8 +94,10 @@ struct Step {
   std::vector<FusedMember> members;
   int32_t scratch_slots = 0;
   int64_t accumulators = 0;
-  // Whether blocks of one repeated value can occur (a broadcast along the last dim, more than
-  // one element): only then does the block loop track them (it costs per member).
+  int32_t row_broadcasts = 0;  // broadcast members never run: every reader reads their rows
+  // Whether blocks of one repeated value can occur (a broadcast along the last dim, or a member
+  // reading one per row, writing scratch): only then does the block loop track them (it costs per
+  // member).
   bool track_uniform = false;  // doubles per thread for the reduce members' row sums
 };
 
@@ -197,35 +203,6 @@ void assign_buffers(const Jaxpr& j, Executable::Plan& plan, const std::vector<st
   }
 }
 
-/// The operand strides of a broadcast_in_dim, per output dim (0 where broadcast), with size-1
-/// dims dropped and neighbours that stay contiguous merged.
-void broadcast_layout(const Jaxpr& j, const Equation& e, std::vector<int64_t>& dims, std::vector<int64_t>& src) {
-  const Shape& in = j.aval_of(e.inputs[0]).shape;
-  const Shape& out = j.avals[e.outputs[0]].shape;
-  const std::vector<int64_t> bd = passes::simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
-  const std::vector<int64_t> in_strides = in.strides();
-  std::vector<int64_t> strides(static_cast<size_t>(out.size()), 0);
-  for (size_t i = 0; i < bd.size(); ++i)
-    if (in[static_cast<int64_t>(i)] != 1) strides[static_cast<size_t>(bd[i])] = in_strides[i];
-  dims.clear();
-  src.clear();
-  for (int64_t d = 0; d < out.size(); ++d) {
-    const int64_t n = out[d], st = strides[static_cast<size_t>(d)];
-    if (n == 1) continue;
-    if (!dims.empty() && src.back() == st * n) {
-      dims.back() *= n;
-      src.back() = st;
-      continue;
-    }
-    dims.push_back(n);
-    src.push_back(st);
-  }
-  if (dims.empty()) {
-    dims.push_back(1);
-    src.push_back(0);
-  }
-}
-
 /// Builds the fused step of equations `group` (all fusible, one output shape).
 Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside) {
   Step step;
@@ -249,10 +226,17 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     }
     return external_index[v];
   };
+  const RowReads rows = fused_row_reads(j, group);
   for (size_t m = 0; m < group.size(); ++m) {
     const Equation& e = j.equations[group[m]];
+    // A broadcast whose readers all read its rows, in the group only, never runs.
+    if (const int32_t v = e.outputs[0]; rows.row[v] > 0 && !rows.full[v] && !uses_outside[v]) {
+      ++step.row_broadcasts;
+      continue;
+    }
     FusedMember member;
     member.block = e.primitive->block;
+    member.row_block = e.primitive->row_block;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
     member.out_dtype = j.avals[e.outputs[0]].dtype;
     if (const std::optional<FusedReduction> layout = fusible_reduction(j, e); layout && m > 0) {
@@ -273,6 +257,10 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
         op.source = FusedOperand::literal;
         op.scalar = true;
         op.literal_ptr = a.literal.array().data();
+      } else if (rows.member_rows[m] && rows.row[a.var] > 0) {
+        op.source = FusedOperand::rows;
+        op.index = external(rows.source[a.var]);
+        op.row = member.row = rows.row[a.var];
       } else if (in_group[a.var] && slot_of[a.var] >= 0) {
         op.source = FusedOperand::scratch;
         op.index = slot_of[a.var];
@@ -313,7 +301,8 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     step.members.push_back(std::move(member));
   }
   for (const FusedMember& m : step.members)
-    if (m.broadcast && m.bsrc.back() == 0 && m.output.source == FusedOperand::scratch) step.track_uniform = true;
+    if (((m.broadcast && m.bsrc.back() == 0) || m.row > 0) && m.output.source == FusedOperand::scratch)
+      step.track_uniform = true;
   step.track_uniform = step.track_uniform && step.n > 1 && step.scratch_slots <= kMaxUniformSlots;
   return step;
 }
@@ -573,10 +562,12 @@ void write_row_sums(const Step& step, char* const* bases, const double* accumula
 /// A scratch block holding one value repeated (a row of a broadcast along its last dims, or what
 /// was computed from such values only) is kept as that one value: `uniform[slot]`, and readers
 /// take it as a scalar operand. Outputs read outside the group are always written in full.
+/// Members with rows operands run their row kernel, or their block kernel with those operands as
+/// scalars when the block lies inside one run.
 void run_fused_blocks(const Step& step, char* const* bases, double* scratch, double* accumulators, int64_t b0,
                       int64_t b1) {
   const void* in_ptrs[kMaxFusedInputs];
-  bool in_scalar[kMaxFusedInputs];
+  bool in_scalar[kMaxFusedInputs], in_rows[kMaxFusedInputs];
   bool uniform[kMaxUniformSlots];
   const bool track = step.track_uniform;
   for (int64_t b = b0; b < b1; ++b) {
@@ -587,6 +578,7 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, dou
       switch (op.source) {
         case FusedOperand::literal: return const_cast<char*>(static_cast<const char*>(op.literal_ptr));
         case FusedOperand::scratch: return reinterpret_cast<char*>(scratch + op.index * kBlock);
+        case FusedOperand::rows: return bases[op.index] + start / op.row * op.itemsize;
         default: return bases[op.index] + (op.scalar ? 0 : start * op.itemsize);
       }
     };
@@ -605,17 +597,28 @@ void run_fused_blocks(const Step& step, char* const* bases, double* scratch, dou
         if (to_scratch) uniform[m.output.index] = one_value;
         continue;
       }
-      if (!track) {  // the plain path: nothing in this group is ever one repeated value
+      if (!track && m.row == 0) {  // the plain path: nothing in this group is ever one repeated value
         for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
         m.block(m.in_dtype, in_ptrs, m.scalar, ptr(m.output), len, m.out_dtype);
         continue;
       }
-      bool all_scalar = true;
+      // Row operands of a block inside one run are one value: scalars, as uniform blocks are.
+      const bool one_run = m.row > 0 && start % m.row + len <= m.row;
+      bool all_scalar = true, any_rows = false;
       for (int i = 0; i < m.num_inputs; ++i) {
         const FusedOperand& op = m.inputs[i];
+        const bool row_op = op.source == FusedOperand::rows;
         in_ptrs[i] = ptr(op);
-        in_scalar[i] = m.scalar[i] || (track && op.source == FusedOperand::scratch && uniform[op.index]);
+        in_rows[i] = row_op && !one_run;
+        in_scalar[i] = m.scalar[i] || (row_op && one_run) ||
+                       (track && op.source == FusedOperand::scratch && uniform[op.index]);
         all_scalar = all_scalar && in_scalar[i];
+        any_rows = any_rows || in_rows[i];
+      }
+      if (any_rows) {
+        m.row_block(m.in_dtype, in_ptrs, in_scalar, in_rows, m.row, start % m.row, ptr(m.output), len, m.out_dtype);
+        if (to_scratch) uniform[m.output.index] = false;
+        continue;
       }
       const bool one_value = to_scratch && all_scalar;
       m.block(m.in_dtype, in_ptrs, in_scalar, ptr(m.output), one_value ? 1 : len, m.out_dtype);
@@ -825,8 +828,10 @@ std::string Executable::describe() const {
     if (step.type == Step::fused) {
       ++fused;
       const auto reductions = std::count_if(step.members.begin(), step.members.end(), [](const FusedMember& m) { return m.reduce; });
-      os << "fused[" << step.members.size() << " ops, n=" << step.n << ", scratch=" << step.scratch_slots;
+      os << "fused[" << step.members.size() + step.row_broadcasts << " ops, n=" << step.n
+         << ", scratch=" << step.scratch_slots;
       if (reductions > 0) os << ", " << reductions << " row sums";
+      if (step.row_broadcasts > 0) os << ", " << step.row_broadcasts << " broadcasts read by rows";
       os << "]\n";
     } else if (step.type == Step::kernel) {
       ++kernels;

@@ -15,7 +15,8 @@ namespace fluxion {
 std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend backend);
 
 /// True when `e` is a broadcast_in_dim of a non-scalar variable (a fused group computes it per
-/// block from the operand instead of materialising it).
+/// block from the operand instead of materialising it; along trailing dims, members with a row
+/// kernel read the operand per row and the block is not computed at all).
 bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e);
 
 /// How a reduce_sum a fused group can end with maps input elements (row-major index i) to its
@@ -30,5 +31,22 @@ std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equati
 
 /// True when equation `e` may join a fused group on `backend`.
 bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend);
+
+/// The layout of broadcast_in_dim `e`: the operand's element stride per output dim (0 where
+/// broadcast), size-1 dims dropped and neighbours that stay contiguous merged (at least one dim).
+void broadcast_layout(const Jaxpr& jaxpr, const Equation& e, std::vector<int64_t>& dims, std::vector<int64_t>& src);
+
+/// How a fused group reads its broadcasts along trailing dims (one value per run of `row`
+/// elements, run r reading operand element r): members with a row kernel (Primitive::row_block)
+/// read the operand per run. The executor still runs the broadcast when a member needs its
+/// block (`full`) or it is read outside the group.
+struct RowReads {
+  std::vector<int64_t> row;       // by variable: the run length of such a broadcast, else 0
+  std::vector<int32_t> source;    // by variable: that broadcast's operand
+  std::vector<bool> full;         // by variable: some member of the group reads its block
+  std::vector<bool> member_rows;  // by group position: the member reads its row operands per run
+};
+/// RowReads of fused group `group` (equation indices).
+RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group);
 
 }  // namespace fluxion

@@ -136,4 +136,69 @@ void binary_block(DType dtype, const void* const* in, const bool* scalar, void* 
   });
 }
 
+namespace elementwise_detail {
+/// y[i] = Op(v, x[i]) (kValueFirst) or Op(x[i], v), i < N: one fixed-size Eigen expression (one
+/// packet op for N the packet size), with no run-time alignment or size handling.
+template <int N, class Op, bool kValueFirst, class T, class R>
+inline void fixed_run(const T* x, T v, R* y) {
+  using Array = Eigen::Array<T, N, 1>;
+  Eigen::Map<Eigen::Array<R, N, 1>> out(y);
+  if constexpr (kValueFirst) out = binary_expr<Op>(Array::Constant(v), Eigen::Map<const Array>(x));
+  else out = binary_expr<Op>(Eigen::Map<const Array>(x), Array::Constant(v));
+}
+
+/// The same for i < n: whole packets, then a half and a quarter packet, then scalars. Runs are
+/// short (a few packets): Eigen's dynamic-size loop, with its alignment peeling, costs more.
+template <class Op, bool kValueFirst, class T, class R>
+inline void row_run(const T* x, T v, R* y, int64_t n) {
+  int64_t i = 0;
+  if constexpr (!kLightKernels) {
+    constexpr int P = Eigen::internal::packet_traits<T>::size;
+    for (; i + P <= n; i += P) fixed_run<P, Op, kValueFirst>(x + i, v, y + i);
+    if constexpr (P >= 8) {
+      if (i + P / 2 <= n) fixed_run<P / 2, Op, kValueFirst>(x + i, v, y + i), i += P / 2;
+    }
+    if constexpr (P >= 4) {
+      if (i + P / 4 <= n) fixed_run<P / 4, Op, kValueFirst>(x + i, v, y + i), i += P / 4;
+    }
+  }
+  for (; i < n; ++i) y[i] = kValueFirst ? Op::scalar(v, x[i]) : Op::scalar(x[i], v);
+}
+
+/// n elements against `values`, one per run of `row`, the first run entered at `offset`.
+template <class Op, bool kValueFirst, class T, class R>
+void row_runs(const T* x, const T* values, int64_t row, int64_t offset, R* y, int64_t n) {
+  int64_t done = std::min(row - offset, n);
+  row_run<Op, kValueFirst>(x, *values++, y, done);
+  for (; done + row <= n; done += row) row_run<Op, kValueFirst>(x + done, *values++, y + done, row);
+  if (done < n) row_run<Op, kValueFirst>(x + done, *values, y + done, n - done);
+}
+}  // namespace elementwise_detail
+
+/// Row form of binary_block (see RowBlockKernel): each run of a row operand's value is a few
+/// packet ops against the other operand, so the broadcast block is never filled.
+template <class Op>
+void binary_row_block(DType dtype, const void* const* in, const bool* scalar, const bool* rows, int64_t row,
+                      int64_t offset, void* out, int64_t n, DType) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
+      using R = decltype(Op::scalar(T{}, T{}));
+      const T* a = static_cast<const T*>(in[0]);
+      const T* b = static_cast<const T*>(in[1]);
+      R* y = static_cast<R*>(out);
+      if (!rows[0] && !scalar[0]) return elementwise_detail::row_runs<Op, false>(a, b, row, offset, y, n);
+      if (!rows[1] && !scalar[1]) return elementwise_detail::row_runs<Op, true>(b, a, row, offset, y, n);
+      // Both one value per run (rows or scalar): a fill per run. Scalars are read before anything
+      // is written: `out` may be the block one lives in.
+      const T a0 = a[0], b0 = b[0];
+      for (int64_t done = 0, c = offset, r = 0; done < n; c = 0, ++r) {
+        const int64_t run = std::min(row - c, n - done);
+        std::fill(y + done, y + done + run, Op::scalar(rows[0] ? a[r] : a0, rows[1] ? b[r] : b0));
+        done += run;
+      }
+    }
+  });
+}
+
 }  // namespace fluxion::cpu

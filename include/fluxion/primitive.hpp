@@ -154,6 +154,13 @@ using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInte
 using BlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, void* out,
                              int64_t n, DType out_dtype);
 
+/// Row form of a BlockKernel, for operands constant along runs of `row` consecutive elements (a
+/// broadcast along trailing dims, which fused groups then never materialise): in[i] with rows[i]
+/// holds one value per run, the first for the run holding element 0, which is element `offset` of
+/// its run. Other operands as in BlockKernel.
+using RowBlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, const bool* rows,
+                                int64_t row, int64_t offset, void* out, int64_t n, DType out_dtype);
+
 /// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
 /// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
 using CalleeRule = const Jaxpr& (*)(const Params& params);
@@ -171,6 +178,8 @@ class Primitive {
   PartialEvalRule partial_eval = nullptr;
   /// CPU block kernel of an elementwise primitive (fusion); nullptr: never fused.
   BlockKernel block = nullptr;
+  /// Its row form (RowBlockKernel); nullptr: fused groups materialise broadcasts it reads.
+  RowBlockKernel row_block = nullptr;
   /// Call-like primitives: the sub-Jaxpr; executed plans splice it into the caller.
   CalleeRule callee = nullptr;
   /// True when the primitive's rules are those of its sub-Jaxpr (jit_call), so passes may inline
