@@ -482,18 +482,23 @@ namespace executor_detail {
 
 void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t start, int64_t len);
 
-/// The sum of p[0, n) in double. kLanes partial sums, combined pairwise at the end: the inner
-/// loop becomes vector converts and adds (f32 or f64) with several independent add chains. The
-/// four scalar sums this replaced were not vectorised: 30 % of bench W1's function time.
-// GCC auto-vectorises with 256-bit vectors on AVX-512 machines unless told otherwise; this loop
-// is converts and adds only, and 512-bit ones took it from 11.6 to 7.8 µs per 65536 f32.
+// GCC auto-vectorises with 256-bit vectors on AVX-512 machines unless told otherwise; the long
+// sum below is converts and adds only, and 512-bit ones took it from 11.6 to 7.8 µs per 65536 f32.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
 #define FLUXION_WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
 #else
 #define FLUXION_WIDE_VECTORS
 #endif
+
+/// Rows at least this long are summed by wide_sum; shorter ones by short_sum (W8's rows of 2 or
+/// 10 spent half their time setting up and combining wide_sum's 32 partial sums).
+constexpr int64_t kWideSumRow = 64;
+
+/// The sum of p[0, n) in double for long rows: 32 partial sums combined pairwise at the end, so
+/// the inner loop becomes vector converts and adds (f32 or f64) with several independent add
+/// chains (the four scalar sums it replaced were not vectorised: 30 % of bench W1's function).
 template <class T>
-FLUXION_WIDE_VECTORS double sum_in_double(const T* p, int64_t n) {
+FLUXION_WIDE_VECTORS double wide_sum(const T* p, int64_t n) {
   constexpr int kLanes = 32;
   double s[kLanes] = {};
   int64_t i = 0;
@@ -504,6 +509,19 @@ FLUXION_WIDE_VECTORS double sum_in_double(const T* p, int64_t n) {
   for (int width = kLanes / 2; width > 0; width /= 2)
     for (int j = 0; j < width; ++j) s[j] += s[j + width];
   return s[0] + tail;
+}
+
+/// The sum of p[0, n) in double for short rows: two partial sums, inline.
+template <class T>
+inline double short_sum(const T* p, int64_t n) {
+  double s0 = 0, s1 = 0;
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    s0 += static_cast<double>(p[i]);
+    s1 += static_cast<double>(p[i + 1]);
+  }
+  if (i < n) s0 += static_cast<double>(p[i]);
+  return s0 + s1;
 }
 
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
@@ -534,7 +552,7 @@ void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, 
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
         } else {
-          acc[r] += sum_in_double(x + done, run);
+          acc[r] += run >= kWideSumRow ? wide_sum(x + done, run) : short_sum(x + done, run);
         }
         done += run;
       }
