@@ -149,10 +149,12 @@ inline void fixed_run(const T* x, T v, R* y) {
 
 /// The same for i < n: whole packets, then a half and a quarter packet, then scalars. Runs are
 /// short (a few packets): Eigen's dynamic-size loop, with its alignment peeling, costs more.
+/// Floating types only: integer and bool runs take the scalar loop (the packet forms for every
+/// dtype of the 17 binary primitives doubled the compile time of primitives/binary.cpp).
 template <class Op, bool kValueFirst, class T, class R>
 inline void row_run(const T* x, T v, R* y, int64_t n) {
   int64_t i = 0;
-  if constexpr (!kLightKernels) {
+  if constexpr (!kLightKernels && std::is_floating_point_v<T>) {
     constexpr int P = Eigen::internal::packet_traits<T>::size;
     for (; i + P <= n; i += P) fixed_run<P, Op, kValueFirst>(x + i, v, y + i);
     if constexpr (P >= 8) {
