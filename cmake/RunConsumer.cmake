@@ -2,7 +2,7 @@
 # builds tests/consumer against Fluxion and checks what it prints.
 #   cmake -DMODE=find_package|add_subdirectory -DSOURCE_DIR=... -DBUILD_DIR=... -DWORK_DIR=...
 #         [-DGENERATOR=... -DCXX_COMPILER=... -DLAUNCHER=... -DBUILD_TYPE=... -DCONFIG_FLAGS=...
-#          -DFLUXION_CUDA=... -DSANITIZE=... -DJOBS=<build jobs, default: logical cores>] -P RunConsumer.cmake
+#          -DFLUXION_CUDA=... -DSANITIZE=... -DNATIVE=... -DJOBS=<build jobs, default: logical cores>] -P RunConsumer.cmake
 cmake_minimum_required(VERSION 3.21)
 
 function(run what)
@@ -61,15 +61,20 @@ if(MODE STREQUAL "find_package")
   message("consumer (${MODE}): ${n_installed} installed headers, every quoted #include resolves")
 elseif(MODE STREQUAL "add_subdirectory")
   # The consumer's own copy of the library: same flags as this build, so ccache serves it.
+  # FLUXION_NATIVE too: it defaults to OFF below the top level, and without it every object of the
+  # copy missed the cache (the whole library compiled again: 268 s of the CI's 2 cores).
   list(APPEND args -DFLUXION_SOURCE_DIR=${SOURCE_DIR} -DFLUXION_CUDA=${FLUXION_CUDA}
                    -DFLUXION_SANITIZE=${SANITIZE})
+  if(DEFINED NATIVE AND NOT NATIVE STREQUAL "")
+    list(APPEND args -DFLUXION_NATIVE=${NATIVE})
+  endif()
 else()
   message(FATAL_ERROR "MODE must be find_package or add_subdirectory, not '${MODE}'")
 endif()
 
 run("configure" ${CMAKE_COMMAND} ${args})
-# In parallel: the add_subdirectory copy compiles the whole library, and it is the longest test
-# of the suite (373 s on one core of the 2-core CI machine, the suite's wall time after the rest).
+# In parallel: the add_subdirectory copy compiles the whole library when ccache cannot serve it
+# (no ccache, or other flags): 268-373 s on the 2-core CI machine.
 if(NOT JOBS)
   cmake_host_system_information(RESULT JOBS QUERY NUMBER_OF_LOGICAL_CORES)
 endif()
