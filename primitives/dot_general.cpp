@@ -9,11 +9,16 @@
 #include <algorithm>
 #include <sstream>
 
+#define FLUXION_GEMM_DEFINE_KERNELS  // this file compiles the CPU kernels (see gemm.hpp)
 #include "backends/cpu/gemm.hpp"
 #include "backends/reference/dot_general.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
+
+namespace fluxion::cpu::gemm_detail {
+FLUXION_GEMM_ALL_KERNELS()
+}  // namespace fluxion::cpu::gemm_detail
 
 namespace fluxion::primitives {
 namespace dot_general_family {
