@@ -58,22 +58,22 @@ struct Tan {
 /// Eigen 3.4's f32 packet exp also clamps its argument at 88.376 and then scales by 2^128, which
 /// is inf: every argument in [88.376, 88.723), whose result is finite, came out inf. Packets
 /// holding an argument above kHigh take exp(x - 1) e there instead (x - 1 is exact for x >= 64;
-/// beyond 88.723 the product overflows to inf as it should); a branch per packet, rarely taken.
+/// beyond 88.723 the product overflows to inf as it should). One test per packet, |x| > kEdge,
+/// sends the rare packets near either end to the guarded path; the others take Eigen's exp
+/// alone (the two compares and selects on every packet made exp 1.25x Eigen's, bench W1).
 template <class T> struct ExpFlushToZero {
   static constexpr T lowest = std::is_same_v<T, float> ? T(-87.0) : T(-708.0);
+  static constexpr T kEdge = -lowest;
   static constexpr float kHigh = 88.0f;
   T operator()(T x) const { return x < lowest ? T(0) : std::exp(x); }
   template <class Packet> Packet packetOp(const Packet& x) const {
     namespace ei = Eigen::internal;
+    if (!ei::predux_any(ei::pcmp_lt(ei::pset1<Packet>(kEdge), ei::pabs(x)))) return ei::pexp(x);
     Packet y;
     if constexpr (std::is_same_v<T, float>) {
       const Packet high = ei::pcmp_lt(ei::pset1<Packet>(kHigh), x);
-      if (ei::predux_any(high)) {
-        y = ei::pexp(ei::pselect(high, ei::psub(x, ei::pset1<Packet>(1.0f)), x));
-        y = ei::pselect(high, ei::pmul(y, ei::pset1<Packet>(2.71828182845904523536f)), y);
-      } else {
-        y = ei::pexp(x);
-      }
+      y = ei::pexp(ei::pselect(high, ei::psub(x, ei::pset1<Packet>(1.0f)), x));
+      y = ei::pselect(high, ei::pmul(y, ei::pset1<Packet>(2.71828182845904523536f)), y);
     } else {
       y = ei::pexp(x);
     }
