@@ -346,7 +346,8 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
   const std::vector<Case> cases = {{{3, 700}, {1}},     {{5, 2048}, {1}},      {{2000, 3}, {1}},  {{4, 3, 700}, {1, 2}},
                                    {{5003}, {0}},       {{64, 2048}, {1}},     {{2, 65536}, {0, 1}}, {{70000, 2}, {1}},
                                    {{700, 3}, {0}},     {{3, 700}, {0}},       {{2, 3, 700}, {0, 1}}, {{70000, 2}, {0}},
-                                   {{2, 70000}, {0}}};
+                                   {{2, 70000}, {0}},   {{300, 17}, {1}},      {{1000, 37}, {1}}, {{64, 63}, {1}},
+                                   {{30, 8, 5}, {1, 2}}};  // rows of 16..63: 8 partial sums
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {
       CAPTURE(c.shape);

@@ -490,16 +490,18 @@ void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t sta
 #define FLUXION_WIDE_VECTORS
 #endif
 
-/// Rows at least this long are summed by wide_sum; shorter ones by short_sum (W8's rows of 2 or
-/// 10 spent half their time setting up and combining wide_sum's 32 partial sums).
+/// Rows at least this long are summed in 32 lanes, rows from kMidSumRow in 8 (lane_sum), shorter
+/// ones by short_sum (W8's rows of 2 or 10 spent half their time setting up and combining 32
+/// partial sums; its rows of 32 were 15 % of the objective in short_sum's two add chains).
 constexpr int64_t kWideSumRow = 64;
+constexpr int64_t kMidSumRow = 16;
 
-/// The sum of p[0, n) in double for long rows: 32 partial sums combined pairwise at the end, so
-/// the inner loop becomes vector converts and adds (f32 or f64) with several independent add
-/// chains (the four scalar sums it replaced were not vectorised: 30 % of bench W1's function).
-template <class T>
-FLUXION_WIDE_VECTORS double wide_sum(const T* p, int64_t n) {
-  constexpr int kLanes = 32;
+/// The sum of p[0, n) in double by kLanes partial sums combined pairwise at the end, so the inner
+/// loop becomes vector converts and adds (f32 or f64) with kLanes / packet independent add chains.
+/// Long rows (kWideSumRow) take 32 lanes (the four scalar sums this replaced were not vectorised:
+/// 30 % of bench W1's function), rows from kMidSumRow take 8 (one or two vector adds per step).
+template <int kLanes, class T>
+FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
   double s[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -552,7 +554,9 @@ void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, 
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
         } else {
-          acc[r] += run >= kWideSumRow ? wide_sum(x + done, run) : short_sum(x + done, run);
+          acc[r] += run >= kWideSumRow ? lane_sum<32>(x + done, run)
+                   : run >= kMidSumRow ? lane_sum<8>(x + done, run)
+                                       : short_sum(x + done, run);
         }
         done += run;
       }
