@@ -33,12 +33,13 @@ std::atomic<int> g_threads{0};  // 0: not configured yet
 std::mutex g_mutex;
 
 // Eigen reads the calling thread's OpenMP thread count at each product (gemm.hpp sets it per
-// product), so only OpenBLAS's global count is set here.
+// product). OpenBLAS always runs on the calling thread: with its own workers awake next to
+// OpenMP's team (products and fused groups), each pool waited for cores the other held
+// (gemm.hpp, kLargeWork), so multi-threaded products run through Eigen's OpenMP product.
 void apply(int n) {
-#if FLUXION_WITH_BLAS
-  openblas_set_num_threads(n);
-#else
   (void)n;
+#if FLUXION_WITH_BLAS
+  openblas_set_num_threads(1);
 #endif
 }
 

@@ -1,7 +1,8 @@
 /// CPU dot_general: operands viewed as per-batch row-major matrices (copied into that layout only
 /// when their dims are not already in it), then one GEMM / GEMV / dot per batch: Eigen's, on
-/// num_threads() threads for large products, or OpenBLAS's for the large f32/f64 GEMMs where it
-/// is faster (FLUXION_BLAS; the thresholds below come from bench/RESULTS.md, "Memory and GEMM").
+/// num_threads() threads for large products, or, on one thread, OpenBLAS's for the large f32/f64
+/// GEMMs where it is faster (FLUXION_BLAS; the thresholds below come from bench/RESULTS.md,
+/// "Memory and GEMM").
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -52,16 +53,16 @@ auto rhs_matrix(const A* p, int64_t k, int64_t n) {
   else return Eigen::Map<const RowMajorMat<A>>(p, k, n);
 }
 
-/// Multiply-adds (m*n*k) from which a GEMM is "large": it runs on num_threads() threads, through
-/// OpenBLAS when blas_usable() and the dtype is f32/f64, else through Eigen's OpenMP product.
-/// Smaller products run on the calling thread only (Eigen's own rule would thread even 64^3,
-/// where starting the team and its barrier cost more than the product). Only one of the two
-/// thread pools ever runs a product: Eigen's busy-waiting team and OpenBLAS's yielding threads
-/// slow each other down 10-100x when both are awake on 2 cores.
+/// Multiply-adds (m*n*k) from which a GEMM is "large": it runs on num_threads() threads through
+/// Eigen's OpenMP product (on one thread, through OpenBLAS when blas_for() says so). Smaller
+/// products run on the calling thread only (Eigen's own rule would thread even 64^3, where
+/// starting the team and its barrier cost more than the product). Only one thread pool is ever
+/// awake, OpenMP's, which the executor's fused groups use too: OpenBLAS is kept single-threaded
+/// (src/threads.cpp). Its yielding workers and OpenMP's busy-waiting team slowed each other down
+/// 2-10x when both were awake on 2 cores (bench W2 at 2 threads: 7.75 ms against 1.68 on one).
 inline constexpr double kLargeWork = 1 << 22;
-/// Matrix elements (m*k) from which a matrix-vector product goes to OpenBLAS when blas_usable():
-/// Eigen's GEMV is single-threaded, OpenBLAS's runs on num_threads() threads (2x on 2 cores from
-/// 512x512 on; equal on one thread).
+/// Matrix elements (m*k) from which a matrix-vector product goes to OpenBLAS when blas_usable()
+/// (on the calling thread, as Eigen's: the two are equal there).
 inline constexpr double kLargeGemv = 1 << 18;
 
 /// The calling thread's OpenMP thread count for one Eigen product (Eigen reads
@@ -89,16 +90,17 @@ class ProductThreads {
 };
 
 /// Rows or columns of the result up to which a large product runs through Eigen instead of
-/// OpenBLAS when only one thread computes (no second thread pool can be woken then): for the
+/// OpenBLAS when only one thread computes: for the
 /// skinny products of small batches (32 x 784 x 512, 32 x 512 x 512, 512 x 512 x 32) Eigen was
 /// 5-25 % faster here, while OpenBLAS is 10-25 % faster on large square ones (bench/RESULTS.md,
 /// "GEMM per shape, 2026-12-03").
 inline constexpr int64_t kEigenSkinny = 32;
 
-/// Whether OpenBLAS runs a large product of m x n x k.
+/// Whether OpenBLAS runs a large product of m x n x k: on one thread only (more threads run
+/// Eigen's OpenMP product, see kLargeWork).
 inline bool blas_for(int64_t m, int64_t n, int64_t k) {
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX || !blas_usable()) return false;
-  return std::min(m, n) > kEigenSkinny || num_threads() > 1;
+  return num_threads() == 1 && std::min(m, n) > kEigenSkinny;
 }
 
 template <class A> using StridedMap = Eigen::Map<const RowMajorMat<A>, 0, Eigen::OuterStride<>>;
@@ -106,8 +108,8 @@ template <class A> using MutableStridedMap = Eigen::Map<RowMajorMat<A>, 0, Eigen
 
 /// c (m x n, leading dim ldc) = op(a) op(b) for row-major a stored m x k (k x m when TransA,
 /// leading dim lda) and b stored k x n (n x k when TransB, leading dim ldb), m, n, k >= 1. Large
-/// products (kLargeWork) run on num_threads() threads, through OpenBLAS when blas_for() says
-/// so, else through Eigen's OpenMP product; smaller ones through Eigen on the calling thread.
+/// products (kLargeWork) run through OpenBLAS when blas_for() says so, else through Eigen's
+/// product on num_threads() threads; smaller ones through Eigen on the calling thread.
 template <bool TransA, bool TransB, class A>
 void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
@@ -115,7 +117,6 @@ void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
 #if FLUXION_WITH_BLAS
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
     if (large && std::max({lda, ldb, ldc}) <= INT_MAX && blas_for(m, n, k)) {
-      num_threads();  // applies the thread count to OpenBLAS once
       const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
       if constexpr (std::is_same_v<A, float>)
         cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
@@ -146,7 +147,7 @@ bool blas_gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
     if (static_cast<double>(rows) * static_cast<double>(cols) < kLargeGemv) return false;
     if (rows > INT_MAX || cols > INT_MAX || !blas_usable()) return false;
-    num_threads();  // applies the thread count to OpenBLAS once
+    num_threads();  // OpenBLAS is set to one thread before its first call
     const auto t = trans ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<A, float>)
       cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, a, int(cols), x, 1, 0.0f, y, 1);
