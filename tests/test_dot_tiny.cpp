@@ -293,3 +293,30 @@ TEST_CASE("dot_general thin and short paths: 2..4 wide products of many rows or 
   CHECK(got[0] == 0 * 1 + 1 * -1 + 2 * 0);
   CHECK(got[13] == 18 * 0.5 + 19 * 2 + 20 * 3);
 }
+
+TEST_CASE("threads: OpenBLAS stays on the calling thread; large products on more threads run through Eigen's OpenMP product") {
+  // One thread pool only: OpenBLAS's workers and OpenMP's team awake together waited for each
+  // other's cores (bench W2 at 2 threads took 4.6x its 1-thread time).
+  const int before = fx::num_threads();
+  constexpr int64_t m = 160, k = 170, n = 160;  // m k n >= kLargeWork: a "large" product
+  static_assert(double(m * k * n) >= fx::cpu::gemm_detail::kLargeWork);
+  std::vector<double> a(m * k), b(k * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37 * double(i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11 * double(i));
+  std::vector<double> want(m * n);
+  fx::reference::dot_general(a.data(), {m, k}, b.data(), {k, n}, {{1}, {0}}, {}, want.data());
+  for (int threads : {2, 1}) {
+    CAPTURE(threads);
+    fx::set_num_threads(threads);
+#if FLUXION_WITH_BLAS
+    CHECK(openblas_get_num_threads() == 1);
+    CHECK(fx::cpu::gemm_detail::blas_for(m, n, k) == (threads == 1 && fx::cpu::blas_usable()));
+#endif
+    std::vector<double> got(m * n, -1.0);
+    fx::cpu::gemm_detail::general_dot_general(a.data(), {m, k}, b.data(), {k, n}, {{1}, {0}}, {}, got.data());
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    CHECK(worst < 1e-10);
+  }
+  fx::set_num_threads(before);
+}
