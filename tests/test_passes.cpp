@@ -740,6 +740,51 @@ TEST_CASE("products: a transpose moves past elementwise ops into the reduction a
         "  in (h,) }");
 }
 
+TEST_CASE("products: a transpose keeping the free dims' order is absorbed by the products reading it") {
+  // GMM's factor: r [k, j, l] transposed to [k, l, j] and read by two products, each of which
+  // then reads r in place (as a transposed matrix per batch).
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& m, const fx::Tensor& r) {
+    fx::Tensor s = lax::transpose(r, {0, 2, 1});                          // [3, 4, 4]
+    fx::Tensor t = lax::dot_general(x, s, {{1}, {1}}, {{}, {}});           // [5, 3, 4]
+    fx::Tensor u = lax::dot_general(m, s, {{1}, {1}}, {{0}, {0}});         // [3, 4]
+    return t - lax::broadcast_in_dim(u, {5, 3, 4}, {1, 2});
+  })(fx::ones({5, 4}), fx::ones({3, 4}), fx::ones({3, 4, 4}));
+  fx::Jaxpr out = passes::dce(checked(&passes::simplify, j,
+                                      {random_tensor({5, 4}, fx::f64, 90), random_tensor({3, 4}, fx::f64, 91),
+                                       random_tensor({3, 4, 4}, fx::f64, 92)}));
+  CHECK(to_text(out) ==
+        "{ lambda ; a:f64[5,4] b:f64[3,4] c:f64[3,4,4]. let\n"
+        "    d:f64[5,3,4] = dot_general[contract=((1,),(2,)) batch=((),())] a c\n"
+        "    e:f64[3,4] = dot_general[contract=((1,),(2,)) batch=((0,),(0,))] b c\n"
+        "    f:f64[5,3,4] = broadcast_in_dim[shape=(5,3,4) broadcast_dimensions=(1,2)] e\n"
+        "    g:f64[5,3,4] = sub d f\n"
+        "  in (g,) }");
+}
+
+TEST_CASE("products: a transpose that reorders free dims, or is shared and would be copied, stays") {
+  const Vec args{random_tensor({4, 3}, fx::f64, 93), random_tensor({2, 3, 4}, fx::f64, 94), random_tensor({3, 5}, fx::f64, 95)};
+  // Swapping the free dims of y would reorder the output: kept.
+  fx::Jaxpr swapped = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor&) {
+    return lax::dot_general(x, lax::transpose(y, {2, 0, 1}), {{1}, {2}}, {{}, {}});  // [4, 4, 2]
+  })(args[0], args[1], args[2]);
+  CHECK(equations_of(passes::dce(checked(&passes::simplify, swapped, args)), "transpose").size() == 1);
+  // t = y [2, 3, 4] -> [2, 4, 3], read twice, contracted over its last dim: in y that dim sits
+  // between the free dims, which the product would have to copy; the shared transpose stays.
+  fx::Jaxpr shared = fx::make_jaxpr([](const fx::Tensor&, const fx::Tensor& y, const fx::Tensor& z) {
+    fx::Tensor t = lax::transpose(y, {0, 2, 1});
+    fx::Tensor p = lax::dot_general(t, z, {{2}, {0}}, {{}, {}});  // [2, 4, 5]
+    return lax::reduce_sum(p, {2}) + lax::reduce_sum(t, {2});
+  })(args[0], args[1], args[2]);
+  CHECK(equations_of(passes::dce(checked(&passes::simplify, shared, args)), "transpose").size() == 1);
+  // Read once, the same transpose is absorbed: the product copies instead of the transpose.
+  fx::Jaxpr single = fx::make_jaxpr([](const fx::Tensor&, const fx::Tensor& y, const fx::Tensor& z) {
+    return lax::dot_general(lax::transpose(y, {0, 2, 1}), z, {{2}, {0}}, {{}, {}});
+  })(args[0], args[1], args[2]);
+  fx::Jaxpr absorbed = passes::dce(checked(&passes::simplify, single, args));
+  CHECK(equations_of(absorbed, "transpose").empty());
+  CHECK(equations_of(absorbed, "dot_general").size() == 1);
+}
+
 // ---------------------------------------------------------------- symmetric products
 
 namespace {

@@ -12,6 +12,7 @@
 // Two transpose rules finish the batch case: E(transpose(a), ...) -> transpose(E(a, ...)) for an
 // elementwise E and reduce(transpose(a)) -> transpose(reduce(a)) move a transpose onto the
 // reduced, smaller value (GMM centring, bench W8: no [K, n, d] broadcast or transpose is left).
+// A transpose feeding a product that keeps the free dims' order is absorbed into its pairs.
 #include <algorithm>
 
 #include "fluxion/lax.hpp"
@@ -296,6 +297,49 @@ std::optional<Atom> sink_through_elementwise(Sweep& s, const Equation& e, const 
   });
 }
 
+/// True when an operand with these dims (batch and contracting in pair order, free ascending)
+/// is read in place by the CPU product: its layout is [batch, free, contracting] or [batch,
+/// contracting, free] (a row-major matrix per batch, possibly transposed).
+bool read_in_place(const Axes& batch, const Axes& free, const Axes& contract) {
+  auto is_iota = [](const std::vector<const Axes*>& parts) {
+    int64_t next = 0;
+    for (const Axes* p : parts)
+      for (int64_t d : *p)
+        if (d != next++) return false;
+    return true;
+  };
+  return is_iota({&batch, &free, &contract}) || is_iota({&batch, &contract, &free});
+}
+
+// dot_general(transpose(x, p), b) -> dot_general(x, b) with the pairs naming x's dims, when p
+// keeps the free dims in order (they give the output's dim order): the product reads x with
+// strides or transposed instead of a copy made first. Only where x is then read in place, or
+// the transpose has no other reader (a copy inside the product then replaces the transpose's).
+// GMM's transposed factors (bench W8) were copied twice per call, once by the transpose.
+std::optional<Atom> absorb_transpose(Sweep& s, const Equation& e, const Operand& l, const Operand& r, bool on_lhs,
+                                     const AbstractValue& out) {
+  const Operand& a = on_lhs ? l : r;
+  const Equation* t = s.produced_by(a.atom, prims().transpose);
+  if (!t || t->inputs[0].is_literal()) return std::nullopt;
+  const Axes perm = simplify_detail::int_list_param(*t->params, "permutation");
+  if (static_cast<int64_t>(perm.size()) != a.shape.size()) return std::nullopt;
+  auto mapped = [&](const Axes& dims) {
+    Axes m;
+    for (int64_t d : dims) m.push_back(perm[static_cast<size_t>(d)]);
+    return m;
+  };
+  const Axes contract = mapped(a.contract), batch = mapped(a.batch);
+  Axes free;
+  for (int64_t d = 0; d < a.shape.size(); ++d)
+    if (index_in(a.contract, d) < 0 && index_in(a.batch, d) < 0) free.push_back(perm[static_cast<size_t>(d)]);
+  if (!std::is_sorted(free.begin(), free.end())) return std::nullopt;
+  if (s.uses(a.atom) != 1 && !read_in_place(batch, free, contract)) return std::nullopt;
+  const AxisPair c = on_lhs ? AxisPair{contract, r.contract} : AxisPair{l.contract, contract};
+  const AxisPair b = on_lhs ? AxisPair{batch, r.batch} : AxisPair{l.batch, batch};
+  const std::vector<Atom> args = on_lhs ? std::vector<Atom>{t->inputs[0], r.atom} : std::vector<Atom>{l.atom, t->inputs[0]};
+  return s.emit(out, args, [&](const std::vector<Tensor>& xs) { return lax::dot_general(xs[0], xs[1], c, b); });
+}
+
 // reduce(transpose(a, p), axes) -> transpose(reduce(a, p[axes]), q): the transpose moves to the
 // smaller reduced value (and disappears when the kept dims stay in order).
 std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const AbstractValue& out) {
@@ -358,6 +402,8 @@ std::optional<Atom> product_rules(Sweep& s, const Equation& e) {
     if (std::optional<Atom> res = shrink_spread_operand(s, e, l, r, on_lhs, out)) return res;
   for (bool on_lhs : {true, false})
     if (std::optional<Atom> res = distribute(s, e, l, r, on_lhs, out)) return res;
+  for (bool on_lhs : {true, false})
+    if (std::optional<Atom> res = absorb_transpose(s, e, l, r, on_lhs, out)) return res;
   return std::nullopt;
 }
 
