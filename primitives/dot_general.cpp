@@ -121,6 +121,50 @@ void dot_general_kernel(const std::vector<Tensor>& in, const Params& params, std
   });
 }
 
+// ---- tiles: a large f32/f64 product without batch dims whose operands are read in place ----
+// Not with light kernels (C++ interpreters): instantiating the strided GEMMs is what they avoid.
+#if !FLUXION_LIGHT_KERNELS
+
+// Products smaller than this are computed whole: a tile's GEMM call and packing cost more than
+// re-reading an output that stays in cache anyway (the executor asks only for large outputs).
+constexpr double kTileWork = 1 << 20;
+
+TilePlan dot_general_tile_plan(const std::vector<AbstractValue>& in, const Params& params) {
+  const auto& p = params.as<DotGeneralParams>();
+  TilePlan plan;
+  if (in.size() != 2 || (in[0].dtype != f32 && in[0].dtype != f64)) return plan;
+  const cpu::gemm_detail::MatrixView v =
+      cpu::gemm_detail::matrix_view(in[0].shape.dims(), in[1].shape.dims(), p.contract, p.batch);
+  if (!v.ok || static_cast<double>(v.m) * static_cast<double>(v.n) * static_cast<double>(v.k) < kTileWork) return plan;
+  plan.m = v.m, plan.n = v.n, plan.k = v.k;
+  plan.data[0] = v.trans_a, plan.data[1] = v.trans_b;
+  return plan;
+}
+
+void dot_general_tile(const TilePlan& plan, const std::vector<Tensor>& in, int64_t r0, int64_t r1, int64_t c0,
+                      int64_t c1, void* out, int64_t ld) {
+  cpu::gemm_detail::MatrixView v;
+  v.ok = true, v.trans_a = plan.data[0] != 0, v.trans_b = plan.data[1] != 0;
+  v.m = plan.m, v.n = plan.n, v.k = plan.k;
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* l = in[0].data<T>();
+    const T* r = in[1].data<T>();
+    T* o = static_cast<T*>(out);
+    using cpu::gemm_detail::product_tile;
+    if (v.trans_a) {
+      if (v.trans_b) product_tile<true, true>(v, l, r, r0, r1, c0, c1, o, ld);
+      else product_tile<true, false>(v, l, r, r0, r1, c0, c1, o, ld);
+    } else {
+      if (v.trans_b) product_tile<false, true>(v, l, r, r0, r1, c0, c1, o, ld);
+      else product_tile<false, false>(v, l, r, r0, r1, c0, c1, o, ld);
+    }
+  };
+  if (in[0].dtype() == f32) run(TypeTag<float>());
+  else run(TypeTag<double>());
+}
+#endif
+
 // ---- differentiation and batching rules ----
 
 // Dims of a rank-`rank` operand that are neither contracted nor batched, in order.
@@ -249,6 +293,10 @@ const Primitive& dot_general_p() {
     q.jvp = &dot_general_jvp;
     q.transpose = &dot_general_transpose;
     q.batch = &dot_general_batch;
+#if !FLUXION_LIGHT_KERNELS
+    q.tile_plan = &dot_general_tile_plan;
+    q.tile = &dot_general_tile;
+#endif
     return q;
   }();
   return p;

@@ -69,6 +69,20 @@ void check_close_reordered(const std::vector<fx::Tensor>& got, const std::vector
   }
 }
 
+/// Each got[i] within tol * (1 + |want|) of want[i] elementwise (the first miss per output reported).
+void check_within(const std::vector<fx::Tensor>& got, const std::vector<fx::Tensor>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    std::vector<double> g = got[i].to_vector<double>(), w = want[i].to_vector<double>();
+    REQUIRE(g.size() == w.size());
+    for (size_t k = 0; k < g.size(); ++k)
+      if (std::abs(g[k] - w[k]) > tol * (1 + std::abs(w[k]))) {
+        CHECK_MESSAGE(false, "output " << i << " element " << k << ": got " << g[k] << ", want " << w[k]);
+        break;
+      }
+  }
+}
+
 fx::Tensor loss(const fx::Tensor& x, const fx::Tensor& y) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x)) * y); }
 }  // namespace
 
@@ -375,18 +389,9 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
       // The reference: eager evaluation in f64 of the same values. Eager f32 sums of 10^5 terms are
       // off by ~1e-4 relative, the group's (added in double) are not; every term here is >= 0.
       auto want = f(fx::lax::convert_element_type(x, fx::f64), fx::lax::convert_element_type(v, fx::f64));
-      const std::vector<fx::Tensor> gs = {std::get<0>(got), std::get<1>(got), std::get<2>(got), std::get<3>(got)};
-      const std::vector<fx::Tensor> ws = {std::get<0>(want), std::get<1>(want), std::get<2>(want), std::get<3>(want)};
-      for (size_t i = 0; i < gs.size(); ++i) {
-        std::vector<double> g = gs[i].to_vector<double>(), w = ws[i].to_vector<double>();
-        REQUIRE(g.size() == w.size());
-        const double tol = dtype == fx::f32 ? 1e-5 : 1e-10;
-        for (size_t k = 0; k < g.size(); ++k)
-          if (std::abs(g[k] - w[k]) > tol * (1 + std::abs(w[k]))) {
-            CHECK_MESSAGE(false, "output " << i << " element " << k << ": got " << g[k] << ", want " << w[k]);
-            break;
-          }
-      }
+      check_within({std::get<0>(got), std::get<1>(got), std::get<2>(got), std::get<3>(got)},
+                   {std::get<0>(want), std::get<1>(want), std::get<2>(want), std::get<3>(want)},
+                   dtype == fx::f32 ? 1e-5 : 1e-10);
     }
   }
   // Integer sums keep the reduction kernel (exact in any order).
@@ -395,6 +400,70 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
   auto exe = fx::compile_jaxpr(fx::make_jaxpr(g)(xi), fx::Device::cpu());
   CHECK(exe->describe().find("row sums") == std::string::npos);
   check_close(fx::jit(g)(xi), g(xi));
+}
+
+TEST_CASE("jit: a large product read only by one fused group is computed by tiles, matching eager") {
+  // The group subtracts a broadcast, squares, and sums rows (trailing dims) and columns (the
+  // leading dim) of the product; its tiles do not divide the product evenly. Operands plain, as
+  // transposed matrices, and with two free dims; one and two threads.
+  struct Case {
+    fx::Shape x, w;
+    fx::AxisPair contract;
+  };
+  const std::vector<Case> cases = {{{1001, 24}, {24, 1301}, {{1}, {0}}},
+                                   {{24, 1001}, {1301, 24}, {{0}, {1}}},
+                                   {{1001, 24}, {7, 187, 24}, {{1}, {2}}},
+                                   {{3, 300, 16}, {16, 1101}, {{2}, {0}}}};
+  const int before = fx::num_threads();
+  for (int threads : {1, 2}) {
+    fx::set_num_threads(threads);
+    for (fx::DType dtype : {fx::f32, fx::f64}) {
+      for (const Case& c : cases) {
+        CAPTURE(threads);
+        CAPTURE(dtype);
+        CAPTURE(c.x);
+        CAPTURE(c.w);
+        auto f = [&](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& b) {
+          fx::Tensor p = fx::lax::dot_general(x, w, c.contract, {{}, {}});
+          const int64_t lead = p.shape().size() - b.shape().size();
+          std::vector<int64_t> trailing, leading;
+          for (int64_t d = 0; d < p.shape().size(); ++d) (d < lead ? leading : trailing).push_back(d);
+          fx::Tensor y = p - fx::lax::broadcast_in_dim(b, p.shape(), trailing);
+          return std::make_tuple(fx::sum(y * y, trailing), fx::sum(fx::tanh(y), leading));
+        };
+        std::vector<int64_t> free_w;
+        for (int64_t d = 0; d < c.w.size(); ++d)
+          if (d != c.contract.second[0]) free_w.push_back(c.w[d]);
+        fx::Tensor x = random_tensor(c.x, dtype, 41), w = random_tensor(c.w, dtype, 42);
+        fx::Tensor b = random_tensor(fx::Shape(free_w), dtype, 43);
+        auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(x, w, b), fx::Device::cpu());
+        CHECK_MESSAGE(exe->describe().find("tiles") != std::string::npos, exe->describe());
+        // No buffer holds the product.
+        const int64_t product_bytes = c.x.num_elements() / c.x[c.contract.first[0]] *
+                                      (c.w.num_elements() / c.w[c.contract.second[0]]) *
+                                      static_cast<int64_t>(fx::dtype_size(dtype));
+        CHECK(exe->intermediate_bytes() < product_bytes);
+        auto got = fx::jit(f)(x, w, b);
+        auto want = f(fx::lax::convert_element_type(x, fx::f64), fx::lax::convert_element_type(w, fx::f64),
+                      fx::lax::convert_element_type(b, fx::f64));
+        check_within({std::get<0>(got), std::get<1>(got)}, {std::get<0>(want), std::get<1>(want)},
+                     dtype == fx::f32 ? 1e-4 : 1e-10);
+      }
+    }
+  }
+  fx::set_num_threads(before);
+  // The product also returned (or read by a second step) is stored whole, as before.
+  auto both = [](const fx::Tensor& x, const fx::Tensor& w) {
+    fx::Tensor p = fx::matmul(x, w);
+    return std::make_tuple(fx::sum(p * p, {1}), p);
+  };
+  fx::Tensor x = random_tensor({600, 32}, fx::f64, 44), w = random_tensor({32, 600}, fx::f64, 45);
+  auto exe = fx::compile_jaxpr(fx::make_jaxpr(both)(x, w), fx::Device::cpu());
+  CHECK(exe->describe().find("tiles") == std::string::npos);
+  auto got = fx::jit(both)(x, w);
+  auto want = both(x, w);
+  check_close(std::get<0>(got), std::get<0>(want));
+  check_close(std::get<1>(got), std::get<1>(want));
 }
 
 TEST_CASE("jit: intermediate buffers are reused by liveness") {

@@ -33,6 +33,7 @@ enum class Kind : uint8_t {
   output,        // a dedicated buffer handed to the caller, reused once the caller drops it
   stable_view,   // the bytes of a constant or intermediate, reinterpreted (made once)
   dynamic_view,  // the bytes of an argument or output, reinterpreted (made per call)
+  tiled,         // a product computed tile by tile inside the fused group reading it: no storage
 };
 
 /// Threads a large fused group may use (fluxion::num_threads; 1 without OpenMP).
@@ -99,6 +100,17 @@ struct Step {
   // reading one per row, writing scratch): only then does the block loop track them (it costs per
   // member).
   bool track_uniform = false;  // doubles per thread for the reduce members' row sums
+  // A product computed by tiles inside this group (Primitive::tile): its output is the group's
+  // external `tiled_external`, never stored whole; each tile_rows x tile_cols tile of its m x n
+  // matrix view is written to a per-thread buffer and the group runs on that tile's elements
+  // while they are in cache (GMM's 1000 x 6400 product, bench W8: 51 MB written, zero-filled
+  // and read back per call otherwise).
+  const Equation* tiled = nullptr;
+  TileKernel tile = nullptr;
+  TilePlan tile_plan;
+  int32_t tiled_external = -1;
+  int32_t tiled_itemsize = 0;
+  int64_t tile_rows = 0, tile_cols = 0;
 };
 
 struct Executable::Plan {
@@ -116,6 +128,7 @@ struct Executable::Plan {
   int64_t max_accumulators = 0;
   int32_t max_externals = 0;
   int32_t max_inputs = 0, max_outputs = 0;
+  int64_t max_tile_bytes = 0;           // one tile buffer (per thread)
 };
 
 struct Executable::State {
@@ -128,6 +141,10 @@ struct Executable::State {
   std::vector<double> accumulators;     // threads x plan.max_accumulators row sums
   std::vector<char*> bases;
   std::vector<Tensor> in, out;
+  std::vector<double> tile_storage;     // threads x tile_stride bytes, for tiled products
+  char* tiles = nullptr;                // tile_storage aligned to 64 bytes
+  int64_t tile_stride = 0;              // bytes per thread: max_tile_bytes rounded up to 64
+  std::vector<char*> tile_bases;        // threads x bases.size(): each thread's bases while tiling
 };
 
 namespace executor_detail {
@@ -307,6 +324,81 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
   return step;
 }
 
+/// Products whose output is smaller than this are computed whole: it stays in L2 (2 MiB per core
+/// here) for the group reading it anyway.
+constexpr int64_t kTileMinBytes = int64_t(2) << 20;
+/// Elements of one tile (1 MiB of f64, beside the operands' packed panels in L2) and its widest
+/// rows. Measured on W8's 1000 x 6400 x 64 product with its sum of squares: tiles of 250 x 512,
+/// 128 x 1024 or 1000 x 128 all took 20-21 ms, against 27 ms for the whole product and then the
+/// sums (and 25 ms for tiles as wide as the product).
+constexpr int64_t kTileElements = int64_t(1) << 17;
+constexpr int64_t kTileMaxCols = 1024;
+
+/// `extent` split evenly into the fewest parts of at most `most`: the part size.
+int64_t even_part(int64_t extent, int64_t most) {
+  const int64_t parts = (extent + most - 1) / most;
+  return (extent + parts - 1) / parts;
+}
+
+/// True when the members of fused step `f` read its external `x` only as whole blocks (not as a
+/// scalar, by rows, or through a broadcast's index mapping): what a tile can stand in for.
+bool reads_blocks_only(const Step& f, int32_t x) {
+  for (const FusedMember& m : f.members)
+    for (int i = 0; i < m.num_inputs; ++i) {
+      const FusedOperand& op = m.inputs[i];
+      if (op.index != x || (op.source != FusedOperand::external && op.source != FusedOperand::rows)) continue;
+      if (op.source == FusedOperand::rows || op.scalar || m.broadcast) return false;
+    }
+  return true;
+}
+
+/// Moves each large tileable product (Primitive::tile) read by one fused group only into that
+/// group (Step::tiled): the product's step does nothing, its output gets no storage, and its
+/// operands stay alive until the group runs.
+void plan_tiles(const Jaxpr& j, Executable::Plan& plan, std::vector<std::vector<int32_t>>& defs,
+                std::vector<std::vector<int32_t>>& reads, std::vector<bool>& in_place) {
+  if (plan.backend != Backend::cpu) return;
+  std::vector<int32_t> reader(j.avals.size(), -1), readers(j.avals.size(), 0);
+  for (size_t st = 0; st < reads.size(); ++st)
+    for (int32_t v : reads[st])
+      if (reader[v] != static_cast<int32_t>(st)) ++readers[v], reader[v] = static_cast<int32_t>(st);
+  for (size_t sd = 0; sd < plan.steps.size(); ++sd) {
+    Step& d = plan.steps[sd];
+    if (d.type != Step::kernel || !d.eqn->primitive->tile || d.eqn->outputs.size() != 1) continue;
+    const Equation& e = *d.eqn;
+    const int32_t t = e.outputs[0];
+    if (plan.kind[t] != Kind::intermediate || readers[t] != 1 || reader[t] >= static_cast<int32_t>(plan.steps.size()))
+      continue;
+    Step& f = plan.steps[static_cast<size_t>(reader[t])];
+    const int32_t itemsize = itemsize_of(j.avals[t].dtype);
+    if (f.type != Step::fused || f.tiled || f.n != j.avals[t].shape.num_elements() || f.n * itemsize < kTileMinBytes)
+      continue;
+    const auto x = static_cast<int32_t>(std::find(f.externals.begin(), f.externals.end(), t) - f.externals.begin());
+    if (!reads_blocks_only(f, x)) continue;
+    std::vector<AbstractValue> in;
+    for (const Atom& a : e.inputs) in.push_back(j.aval_of(a));
+    const TilePlan tp = e.primitive->tile_plan(in, *e.params);
+    if (tp.m <= 0 || tp.m * tp.n != f.n) continue;
+    f.tiled = &e;
+    f.tile = e.primitive->tile;
+    f.tile_plan = tp;
+    f.tiled_external = x;
+    f.tiled_itemsize = itemsize;
+    f.tile_cols = even_part(tp.n, kTileMaxCols);
+    f.tile_rows = even_part(tp.m, std::max<int64_t>(1, kTileElements / f.tile_cols));
+    plan.max_tile_bytes = std::max(plan.max_tile_bytes, f.tile_rows * f.tile_cols * itemsize);
+    plan.max_inputs = std::max<int32_t>(plan.max_inputs, static_cast<int32_t>(e.inputs.size()));
+    plan.kind[t] = Kind::tiled;
+    d.type = Step::nothing;
+    in_place[sd] = false;
+    defs[sd].erase(std::remove(defs[sd].begin(), defs[sd].end(), t), defs[sd].end());
+    std::vector<int32_t>& r = reads[static_cast<size_t>(reader[t])];
+    r.erase(std::remove(r.begin(), r.end(), t), r.end());
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) r.push_back(a.var);
+  }
+}
+
 }  // namespace executor_detail
 
 Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
@@ -409,6 +501,7 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
     defs.push_back(std::move(d));
     reads.push_back(std::move(r));
   }
+  plan_tiles(j, plan, defs, reads, in_place);
   // Jaxpr outputs are read after the last step.
   std::vector<int32_t> final_reads;
   for (const Atom& a : j.outputs)
@@ -463,6 +556,14 @@ std::unique_ptr<Executable::State> Executable::acquire() const {
   s->scratch = s->scratch_storage.data() + ((64 - addr % 64) % 64) / sizeof(double);
   s->accumulators.resize(static_cast<size_t>(executor_detail::max_threads() * plan.max_accumulators));
   s->bases.resize(static_cast<size_t>(std::max(plan.max_externals, 1)));
+  if (plan.max_tile_bytes > 0) {
+    const int threads = executor_detail::max_threads();
+    s->tile_stride = (plan.max_tile_bytes + 63) / 64 * 64;
+    s->tile_storage.resize(static_cast<size_t>(threads * s->tile_stride / 8 + 8));
+    const auto tile_addr = reinterpret_cast<uintptr_t>(s->tile_storage.data());
+    s->tiles = reinterpret_cast<char*>(s->tile_storage.data()) + (64 - tile_addr % 64) % 64;
+    s->tile_bases.resize(static_cast<size_t>(threads) * s->bases.size());
+  }
   s->in.reserve(static_cast<size_t>(plan.max_inputs));
   s->out.reserve(static_cast<size_t>(plan.max_outputs));
   return s;
@@ -580,21 +681,21 @@ void write_row_sums(const Step& step, char* const* bases, const double* accumula
   }
 }
 
-/// Runs members of a fused step over blocks [b0, b1) with `scratch` (slots x kBlock elements).
+/// Runs members of a fused step over elements [e0, e1), in blocks of at most kBlock elements,
+/// with `scratch` (slots x kBlock elements).
 /// A scratch block holding one value repeated (a row of a broadcast along its last dims, or what
 /// was computed from such values only) is kept as that one value: `uniform[slot]`, and readers
 /// take it as a scalar operand. Outputs read outside the group are always written in full.
 /// Members with rows operands run their row kernel, or their block kernel with those operands as
 /// scalars when the block lies inside one run.
-void run_fused_blocks(const Step& step, char* const* bases, double* scratch, double* accumulators, int64_t b0,
-                      int64_t b1) {
+void run_fused_range(const Step& step, char* const* bases, double* scratch, double* accumulators, int64_t e0,
+                     int64_t e1) {
   const void* in_ptrs[kMaxFusedInputs];
   bool in_scalar[kMaxFusedInputs], in_rows[kMaxFusedInputs];
   bool uniform[kMaxUniformSlots];
   const bool track = step.track_uniform;
-  for (int64_t b = b0; b < b1; ++b) {
-    const int64_t start = b * kBlock;
-    const int64_t len = std::min(kBlock, step.n - start);
+  for (int64_t start = e0; start < e1; start += kBlock) {
+    const int64_t len = std::min(kBlock, e1 - start);
     if (track) std::fill(uniform, uniform + step.scratch_slots, false);
     auto ptr = [&](const FusedOperand& op) -> char* {
       switch (op.source) {
@@ -750,6 +851,74 @@ void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t sta
 
 }  // namespace executor_detail
 
+namespace executor_detail {
+
+/// Runs the fused group of tiles [u0, u1) of its tiled product (see Step::tiled): each tile is
+/// computed into `tile`, then the group runs on its rows, reading the product's elements there.
+void run_tiles(const Step& step, const std::vector<Tensor>& product_inputs, char** bases, char* tile, double* scratch,
+               double* accumulators, int64_t u0, int64_t u1) {
+  const int64_t m = step.tile_plan.m, n = step.tile_plan.n, isz = step.tiled_itemsize;
+  const int64_t col_tiles = (n + step.tile_cols - 1) / step.tile_cols;
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t r0 = u / col_tiles * step.tile_rows, c0 = u % col_tiles * step.tile_cols;
+    const int64_t r1 = std::min(r0 + step.tile_rows, m), ld = std::min(c0 + step.tile_cols, n) - c0;
+    step.tile(step.tile_plan, product_inputs, r0, r1, c0, c0 + ld, tile, ld);
+    for (int64_t r = r0; r < r1; ++r) {
+      // Members address the product's element e at base + e * isz: shift the base so that the
+      // elements of this row, [r n + c0, r n + c0 + ld), are the tile's row r - r0.
+      const int64_t start = r * n + c0;
+      const uintptr_t row = reinterpret_cast<uintptr_t>(tile + (r - r0) * ld * isz);
+      bases[step.tiled_external] = reinterpret_cast<char*>(row - static_cast<uintptr_t>(start * isz));
+      run_fused_range(step, bases, scratch, accumulators, start, start + ld);
+    }
+  }
+}
+
+/// Runs a fused step (its externals' bases set in s.bases): its blocks, or the tiles of its
+/// tiled product, split evenly over the threads.
+void run_fused_step(const Step& step, const Executable::Plan& plan, Executable::State& s) {
+  const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
+  const int64_t acc_stride = plan.max_accumulators;
+  int64_t units = (step.n + kBlock - 1) / kBlock;
+  if (step.tiled) {
+    for (const Atom& a : step.tiled->inputs) s.in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
+    units = (step.tile_plan.m + step.tile_rows - 1) / step.tile_rows *
+            ((step.tile_plan.n + step.tile_cols - 1) / step.tile_cols);
+  }
+  int threads = 1;
+#ifdef _OPENMP
+  threads = std::min<int>(max_threads(), static_cast<int>(s.scratch_size / std::max<int64_t>(per_thread, 1)));
+  if (step.n < kParallelElements) threads = 1;
+  threads = static_cast<int>(std::min<int64_t>(threads, units));
+#endif
+  if (step.accumulators > 0) std::fill(s.accumulators.begin(), s.accumulators.begin() + threads * acc_stride, 0.0);
+  auto work = [&](int t, int nt) {
+    double* scratch = s.scratch + t * per_thread;
+    double* acc = s.accumulators.data() + t * acc_stride;
+    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    if (!step.tiled) {
+      run_fused_range(step, s.bases.data(), scratch, acc, u0 * kBlock, std::min(u1 * kBlock, step.n));
+      return;
+    }
+    char** bases = s.tile_bases.data() + static_cast<size_t>(t) * s.bases.size();
+    std::copy(s.bases.begin(), s.bases.end(), bases);
+    run_tiles(step, s.in, bases, s.tiles + t * s.tile_stride, scratch, acc, u0, u1);
+  };
+#ifdef _OPENMP
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    work(omp_get_thread_num(), omp_get_num_threads());
+  } else
+#endif
+  {
+    work(0, 1);
+  }
+  if (step.accumulators > 0) write_row_sums(step, s.bases.data(), s.accumulators.data(), acc_stride, threads);
+  s.in.clear();
+}
+
+}  // namespace executor_detail
+
 void Executable::run(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
   const Jaxpr& j = *jaxpr_;
   const Plan& plan = *plan_;
@@ -801,33 +970,9 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
       }
       case Step::fused: {
         for (size_t k = 0; k < step.externals.size(); ++k)
-          s.bases[k] = static_cast<char*>(s.values[step.externals[k]].array("jit").data());
-        const int64_t blocks = (step.n + kBlock - 1) / kBlock;
-        const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
-        const int64_t acc_stride = plan.max_accumulators;
-        int threads = 1;
-#ifdef _OPENMP
-        threads = std::min<int>(executor_detail::max_threads(), static_cast<int>(s.scratch_size / std::max<int64_t>(per_thread, 1)));
-        if (step.n < executor_detail::kParallelElements) threads = 1;
-#endif
-        if (step.accumulators > 0)
-          std::fill(s.accumulators.begin(), s.accumulators.begin() + threads * acc_stride, 0.0);
-#ifdef _OPENMP
-        if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-          {
-            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            const int64_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
-            executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch + t * per_thread,
-                                              s.accumulators.data() + t * acc_stride, b0, b1);
-          }
-        } else
-#endif
-        {
-          executor_detail::run_fused_blocks(step, s.bases.data(), s.scratch, s.accumulators.data(), 0, blocks);
-        }
-        if (step.accumulators > 0)
-          executor_detail::write_row_sums(step, s.bases.data(), s.accumulators.data(), acc_stride, threads);
+          if (static_cast<int32_t>(k) != step.tiled_external)
+            s.bases[k] = static_cast<char*>(s.values[step.externals[k]].array("jit").data());
+        executor_detail::run_fused_step(step, plan, s);
         break;
       }
       case Step::dynamic_view: {
@@ -854,6 +999,9 @@ std::string Executable::describe() const {
          << ", scratch=" << step.scratch_slots;
       if (reductions > 0) os << ", " << reductions << " row sums";
       if (step.row_broadcasts > 0) os << ", " << step.row_broadcasts << " broadcasts read by rows";
+      if (step.tiled)
+        os << ", " << step.tiled->primitive->name << " " << step.tile_plan.m << "x" << step.tile_plan.n << " in "
+           << step.tile_rows << "x" << step.tile_cols << " tiles";
       os << "]\n";
     } else if (step.type == Step::kernel) {
       ++kernels;

@@ -106,27 +106,33 @@ inline bool blas_for(int64_t m, int64_t n, int64_t k) {
 template <class A> using StridedMap = Eigen::Map<const RowMajorMat<A>, 0, Eigen::OuterStride<>>;
 template <class A> using MutableStridedMap = Eigen::Map<RowMajorMat<A>, 0, Eigen::OuterStride<>>;
 
-/// c (m x n, leading dim ldc) = op(a) op(b) for row-major a stored m x k (k x m when TransA,
-/// leading dim lda) and b stored k x n (n x k when TransB, leading dim ldb), m, n, k >= 1. Large
-/// products (kLargeWork) run through OpenBLAS when blas_for() says so, else through Eigen's
-/// product on num_threads() threads; smaller ones through Eigen on the calling thread.
+/// c (m x n, leading dim ldc) = op(a) op(b) through OpenBLAS on the calling thread, for row-major
+/// a stored m x k (k x m when TransA, leading dim lda) and b stored k x n (n x k when TransB,
+/// leading dim ldb); false (nothing done) when OpenBLAS is not linked or usable, or a size
+/// exceeds its int arguments.
 template <bool TransA, bool TransB, class A>
-void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+bool blas_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
-  const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
 #if FLUXION_WITH_BLAS
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
-    if (large && std::max({lda, ldb, ldc}) <= INT_MAX && blas_for(m, n, k)) {
-      const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
-      if constexpr (std::is_same_v<A, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
-      return;
-    }
+    if (!blas_usable() || std::max({lda, ldb, ldc, m, n, k}) > INT_MAX) return false;
+    const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<A, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+    return true;
   }
 #endif
-  ProductThreads threads(large ? num_threads() : 1);
+  (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k;
+  return false;
+}
+
+/// blas_product's operands through Eigen's product on `threads` threads.
+template <bool TransA, bool TransB, class A>
+void eigen_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k, int threads) {
+  ProductThreads team(threads);
   const Eigen::OuterStride<> sa(lda), sb(ldb), sc(ldc);
   auto lhs = [&] {
     if constexpr (TransA) return StridedMap<A>(a, k, m, sa).transpose();
@@ -137,6 +143,17 @@ void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
     else return StridedMap<A>(b, k, n, sb);
   }();
   MutableStridedMap<A>(c, m, n, sc).noalias() = lhs * rhs;
+}
+
+/// blas_product's product, m, n, k >= 1. Large products (kLargeWork) run through OpenBLAS when
+/// blas_for() says so, else through Eigen's product on num_threads() threads; smaller ones
+/// through Eigen on the calling thread.
+template <bool TransA, bool TransB, class A>
+void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                  int64_t k) {
+  const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
+  if (large && blas_for(m, n, k) && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
+  eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, large ? num_threads() : 1);
 }
 
 /// y = op(a) x for a matrix `a` stored rows x cols (row-major) through cblas when OpenBLAS should
@@ -532,6 +549,45 @@ void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* 
     if (best.rhs.trans) batched_product<false, true>(lhs, rhs, out, nb, m, n, k);
     else batched_product<false, false>(lhs, rhs, out, nb, m, n, k);
   }
+}
+
+/// A dot_general without batch dims whose operands are both read in place, as one m x n x k
+/// GEMM of row-major matrices (either transposed): the view the tiled kernel computes by
+/// rectangles. `ok` is false for other products (batch dims, operands needing a copy, k == 0).
+struct MatrixView {
+  bool ok = false, trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+};
+inline MatrixView matrix_view(const std::vector<int64_t>& ls, const std::vector<int64_t>& rs, const AxisPair& contract,
+                              const AxisPair& batch) {
+  MatrixView v;
+  if (!batch.first.empty()) return v;
+  const std::vector<int64_t> none;
+  const std::vector<int64_t> lf = free_dims(static_cast<int64_t>(ls.size()), none, contract.first);
+  const std::vector<int64_t> rf = free_dims(static_cast<int64_t>(rs.size()), none, contract.second);
+  Plan best = plan_for(ls, rs, contract.first, contract.second, none, none, lf, rf);
+  for (bool by_rhs : {false, true}) {
+    if (best.cost == 0) break;
+    auto [lc, rc] = sort_pairs(contract, by_rhs);
+    best = plan_for(ls, rs, std::move(lc), std::move(rc), none, none, lf, rf);
+  }
+  v.m = extent(ls, lf), v.n = extent(rs, rf), v.k = extent(ls, contract.first);
+  v.ok = best.cost == 0 && v.k > 0 && v.m > 0 && v.n > 0;
+  v.trans_a = best.lhs.trans, v.trans_b = best.rhs.trans;
+  return v;
+}
+
+/// c = rows [r0, r1) x columns [c0, c1) of the product `v` (leading dim ldc), on the calling
+/// thread: OpenBLAS when usable and the tile is not skinny, else Eigen's product on one thread.
+template <bool TransA, bool TransB, class A>
+void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                  A* c, int64_t ldc) {
+  const int64_t m = r1 - r0, n = c1 - c0, k = v.k;
+  const A* a = lhs + (TransA ? r0 : r0 * k);
+  const A* b = rhs + (TransB ? c0 * k : c0);
+  const int64_t lda = TransA ? v.m : k, ldb = TransB ? k : v.n;
+  if (std::min(m, n) > kEigenSkinny && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
+  eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, 1);
 }
 
 /// The kernels for the element types of dot_general (Acc of i32, i64, f32, f64) are compiled
