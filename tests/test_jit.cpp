@@ -231,6 +231,9 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
       // Rows repeated along a middle dim (copied from the output, doubling), cycles crossing blocks.
       {{25, 1, 2}, {25, 1000, 2}, {0, 1, 2}}, {{25, 2}, {25, 1000, 2}, {0, 2}}, {{4, 3}, {4, 700, 3}, {0, 2}},
       {{2, 5}, {2, 333, 5}, {0, 2}}, {{3, 2}, {3, 50, 7, 2}, {0, 3}}, {{7}, {3, 1100, 7}, {2}},
+      // The whole operand repeated along leading dims, longer than a block: blocks inside one
+      // repetition read it in place, blocks across two are copied.
+      {{1500}, {5, 1500}, {1}}, {{3000}, {4, 3000}, {1}}, {{2, 1200}, {3, 2, 1200}, {1, 2}},
   };
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {

@@ -70,6 +70,9 @@ struct FusedMember {
   // output dims `bdims` (coalesced, at most 8) read the operand with element strides `bsrc`.
   bool broadcast = false;
   std::vector<int64_t> bdims, bsrc;
+  // > 0: the broadcast repeats its whole operand (contiguous, `period` elements) along leading
+  // dims; a block inside one repetition is read from the operand in place (no copy).
+  int64_t period = 0;
   BlockKernel block = nullptr;
   RowBlockKernel row_block = nullptr;
   int64_t row = 0;  // > 0: some inputs are rows operands with runs of `row` elements
@@ -100,6 +103,7 @@ struct Step {
   // reading one per row, writing scratch): only then does the block loop track them (it costs per
   // member).
   bool track_uniform = false;  // doubles per thread for the reduce members' row sums
+  bool periodic_views = false;  // some broadcast member has a period (and scratch_slots <= kMaxUniformSlots)
   // A product computed by tiles inside this group (Primitive::tile): its output is the group's
   // external `tiled_external`, never stored whole; each tile_rows x tile_cols tile of its m x n
   // matrix view is written to a per-thread buffer and the group runs on that tile's elements
@@ -264,6 +268,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     } else if (is_fusible_broadcast(j, e)) {
       member.broadcast = true;
       broadcast_layout(j, e, member.bdims, member.bsrc);
+      if (member.bdims.size() == 2 && member.bsrc[0] == 0 && member.bsrc[1] == 1) member.period = member.bdims[1];
     }
     for (const Atom& a : e.inputs) {
       FusedOperand op;
@@ -321,6 +326,9 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     if (((m.broadcast && m.bsrc.back() == 0) || m.row > 0) && m.output.source == FusedOperand::scratch)
       step.track_uniform = true;
   step.track_uniform = step.track_uniform && step.n > 1 && step.scratch_slots <= kMaxUniformSlots;
+  for (const FusedMember& m : step.members)
+    step.periodic_views = step.periodic_views || (m.period > 0 && m.output.source == FusedOperand::scratch);
+  step.periodic_views = step.periodic_views && step.scratch_slots <= kMaxUniformSlots;
   return step;
 }
 
@@ -693,14 +701,24 @@ void run_fused_range(const Step& step, char* const* bases, double* scratch, doub
   const void* in_ptrs[kMaxFusedInputs];
   bool in_scalar[kMaxFusedInputs], in_rows[kMaxFusedInputs];
   bool uniform[kMaxUniformSlots];
-  const bool track = step.track_uniform;
+  const char* view[kMaxUniformSlots];  // periodic_views: a slot's block read in place, or nullptr
+  const bool track = step.track_uniform, views = step.periodic_views;
+  if (views) std::fill(view, view + step.scratch_slots, nullptr);
   for (int64_t start = e0; start < e1; start += kBlock) {
     const int64_t len = std::min(kBlock, e1 - start);
     if (track) std::fill(uniform, uniform + step.scratch_slots, false);
+    // A member's output slot: its scratch block (no longer a view).
+    auto out_ptr = [&](const FusedOperand& op) -> char* {
+      if (op.source != FusedOperand::scratch) return bases[op.index] + start * op.itemsize;
+      if (views) view[op.index] = nullptr;
+      return reinterpret_cast<char*>(scratch + op.index * kBlock);
+    };
     auto ptr = [&](const FusedOperand& op) -> char* {
       switch (op.source) {
         case FusedOperand::literal: return const_cast<char*>(static_cast<const char*>(op.literal_ptr));
-        case FusedOperand::scratch: return reinterpret_cast<char*>(scratch + op.index * kBlock);
+        case FusedOperand::scratch:
+          if (views && view[op.index]) return const_cast<char*>(view[op.index]);
+          return reinterpret_cast<char*>(scratch + op.index * kBlock);
         case FusedOperand::rows: return bases[op.index] + start / op.row * op.itemsize;
         default: return bases[op.index] + (op.scalar ? 0 : start * op.itemsize);
       }
@@ -716,13 +734,19 @@ void run_fused_range(const Step& step, char* const* bases, double* scratch, doub
       if (m.broadcast) {  // the operand is external: its base pointer, not offset by the block
         const int64_t inner = m.bdims.back();
         const bool one_value = to_scratch && m.bsrc.back() == 0 && start % inner + len <= inner;
-        run_broadcast(m, ptr(m.output), bases[m.inputs[0].index], start, one_value ? 1 : len);
+        const char* src = bases[m.inputs[0].index];
+        if (views && m.period > 0 && m.output.source == FusedOperand::scratch && start % m.period + len <= m.period) {
+          view[m.output.index] = src + start % m.period * m.output.itemsize;
+          if (to_scratch) uniform[m.output.index] = false;
+          continue;
+        }
+        run_broadcast(m, out_ptr(m.output), src, start, one_value ? 1 : len);
         if (to_scratch) uniform[m.output.index] = one_value;
         continue;
       }
       if (!track && m.row == 0) {  // the plain path: nothing in this group is ever one repeated value
         for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
-        m.block(m.in_dtype, in_ptrs, m.scalar, ptr(m.output), len, m.out_dtype);
+        m.block(m.in_dtype, in_ptrs, m.scalar, out_ptr(m.output), len, m.out_dtype);
         continue;
       }
       // Row operands of a block inside one run are one value: scalars, as uniform blocks are.
@@ -739,12 +763,12 @@ void run_fused_range(const Step& step, char* const* bases, double* scratch, doub
         any_rows = any_rows || in_rows[i];
       }
       if (any_rows) {
-        m.row_block(m.in_dtype, in_ptrs, in_scalar, in_rows, m.row, start % m.row, ptr(m.output), len, m.out_dtype);
+        m.row_block(m.in_dtype, in_ptrs, in_scalar, in_rows, m.row, start % m.row, out_ptr(m.output), len, m.out_dtype);
         if (to_scratch) uniform[m.output.index] = false;
         continue;
       }
       const bool one_value = to_scratch && all_scalar;
-      m.block(m.in_dtype, in_ptrs, in_scalar, ptr(m.output), one_value ? 1 : len, m.out_dtype);
+      m.block(m.in_dtype, in_ptrs, in_scalar, out_ptr(m.output), one_value ? 1 : len, m.out_dtype);
       if (to_scratch) uniform[m.output.index] = one_value;
     }
   }
