@@ -564,6 +564,43 @@ TEST_CASE("ops: transpose reverses by default and accepts negative axes") {
   CHECK_THROWS_AS(fx::transpose(x, {0, 2}), fx::AxisError);
 }
 
+TEST_CASE("ops: transposes of planes with full and partial 16 x 16 tiles move every element") {
+  // The copy engine transposes planes by tiles of 16 x 16 in bands of 64 destination columns:
+  // sizes below, at and across those, every element size, and a plane inside a 3-d permutation.
+  struct Case {
+    std::vector<int64_t> shape, perm;
+  };
+  const std::vector<Case> cases = {{{16, 16}, {1, 0}},      {{37, 50}, {1, 0}},     {{64, 129}, {1, 0}},
+                                   {{130, 17}, {1, 0}},     {{3, 40, 70}, {0, 2, 1}}, {{40, 3, 70}, {2, 1, 0}},
+                                   {{33, 2, 65}, {2, 0, 1}}};
+  for (fx::DType dtype : {fx::f64, fx::f32, fx::i64, fx::i32, fx::boolean}) {
+    for (const Case& c : cases) {
+      CAPTURE(dtype);
+      CAPTURE(c.shape);
+      const fx::Shape shape(c.shape);
+      std::vector<double> v(static_cast<size_t>(shape.num_elements()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = dtype == fx::boolean ? double((i * 7 / 3) % 2) : double(i % 1000);
+      fx::Tensor x = fx::astype(fx::from_vector(v, shape), dtype);
+      std::vector<double> got = fx::astype(fx::transpose(x, c.perm), fx::f64).to_vector<double>();
+      // Reference: out[i] = x[j] where out's index is x's index permuted.
+      const size_t rank = c.shape.size();
+      std::vector<int64_t> in_strides(rank, 1), out_dims(rank);
+      for (size_t d = rank - 1; d > 0; --d) in_strides[d - 1] = in_strides[d] * c.shape[d];
+      for (size_t d = 0; d < rank; ++d) out_dims[d] = c.shape[static_cast<size_t>(c.perm[d])];
+      bool same = got.size() == v.size();
+      for (size_t o = 0; o < got.size() && same; ++o) {
+        int64_t rest = static_cast<int64_t>(o), src = 0;
+        for (size_t d = rank; d-- > 0;) {
+          src += rest % out_dims[d] * in_strides[static_cast<size_t>(c.perm[d])];
+          rest /= out_dims[d];
+        }
+        same = got[o] == v[static_cast<size_t>(src)];
+        CHECK_MESSAGE(same, "element " << o << ": got " << got[o] << ", want " << v[static_cast<size_t>(src)]);
+      }
+    }
+  }
+}
+
 TEST_CASE("ops: expand_dims counts axes in the output rank") {
   fx::Tensor x = fx::ones({2, 3});
   CHECK(dims(fx::expand_dims(x, 0)) == std::vector<int64_t>{1, 2, 3});
