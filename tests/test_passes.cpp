@@ -785,6 +785,38 @@ TEST_CASE("products: a transpose that reorders free dims, or is shared and would
   CHECK(equations_of(absorbed, "dot_general").size() == 1);
 }
 
+TEST_CASE("products: a sum over free dims of a product is taken on the operands first") {
+  // GMM's gradient: a batched [K, n, d] product summed over its n points.
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& r) {
+    fx::Tensor p = lax::dot_general(x, r, {{2}, {1}}, {{0}, {0}});  // [3, 5, 4]
+    return lax::reduce_sum(p, {1});                                 // [3, 4]
+  })(fx::ones({3, 5, 2}), fx::ones({3, 2, 4}));
+  fx::Jaxpr out = passes::dce(
+      checked(&passes::simplify, j, {random_tensor({3, 5, 2}, fx::f64, 96), random_tensor({3, 2, 4}, fx::f64, 97)}));
+  CHECK(to_text(out) ==
+        "{ lambda ; a:f64[3,5,2] b:f64[3,2,4]. let\n"
+        "    c:f64[3,2] = reduce_sum[axes=(1,)] a\n"
+        "    d:f64[3,4] = dot_general[contract=((1,),(1,)) batch=((0,),(0,))] c b\n"
+        "  in (d,) }");
+  // Sums over free dims of both sides and a batch dim; the product read twice is left alone.
+  const Vec args{random_tensor({3, 5, 2, 6}, fx::f64, 98), random_tensor({3, 7, 2}, fx::f64, 99)};
+  fx::Jaxpr mixed = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y) {
+    fx::Tensor p = lax::dot_general(x, y, {{2}, {2}}, {{0}, {0}});  // [3, 5, 6, 7]
+    return lax::reduce_sum(p, {0, 2, 3});                          // [5]
+  })(args[0], args[1]);
+  fx::Jaxpr m = passes::dce(checked(&passes::simplify, mixed, args));
+  REQUIRE(equations_of(m, "dot_general").size() == 1);
+  CHECK(m.avals[equations_of(m, "dot_general")[0]->outputs[0]].shape == fx::Shape{3, 5});
+  fx::Jaxpr shared = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y) {
+    fx::Tensor p = lax::dot_general(x, y, {{2}, {2}}, {{0}, {0}});
+    return lax::reduce_sum(p, {2}) + lax::reduce_sum(p, {3});
+  })(fx::ones({3, 5, 2, 6}), fx::ones({3, 6, 2}));
+  fx::Jaxpr sh = passes::dce(checked(&passes::simplify, shared,
+                                     {random_tensor({3, 5, 2, 6}, fx::f64, 100), random_tensor({3, 6, 2}, fx::f64, 101)}));
+  REQUIRE(equations_of(sh, "dot_general").size() == 1);
+  CHECK(sh.avals[equations_of(sh, "dot_general")[0]->outputs[0]].shape == fx::Shape{3, 5, 6, 6});
+}
+
 // ---------------------------------------------------------------- symmetric products
 
 namespace {
