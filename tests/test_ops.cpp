@@ -434,6 +434,45 @@ TEST_CASE("ops: prod, max and min reduce over the given axes") {
   CHECK(vals(fx::max(fx::tensor({3, 9, 1}))) == std::vector<double>{9});
 }
 
+TEST_CASE("ops: sums, products and extrema over a leading or middle axis, narrow and wide rows") {
+  // [outer, n, inner] reduced over n: the kernel picks Eigen's column reduction (inner < 8), a
+  // plain per-column loop (8..31) or chunked row accumulation (>= 32).
+  for (int64_t inner : {int64_t(3), int64_t(8), int64_t(10), int64_t(17), int64_t(31), int64_t(40)}) {
+    for (fx::DType dtype : {fx::f64, fx::f32, fx::i32}) {
+      CAPTURE(inner);
+      CAPTURE(dtype);
+      const int64_t outer = 3, n = 50;
+      std::vector<double> v(static_cast<size_t>(outer * n * inner));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 37) % 11) - 5 + (i % 3 == 0 ? 0.5 : 1.0);
+      if (dtype == fx::i32)
+        for (double& e : v) e = std::floor(e);
+      // Factors for the product: +-1, and 2 or 0.5 in floating types (exact in f32).
+      std::vector<double> w(v.size());
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = (i * 7) % 3 == 0 ? -1.0 : dtype == fx::i32 || i % 5 < 2 ? 1.0 : i % 5 == 2 ? 2.0 : 0.5;
+      fx::Tensor x = fx::astype(fx::from_vector(v, {outer, n, inner}), dtype);
+      fx::Tensor f = fx::astype(fx::from_vector(w, {outer, n, inner}), dtype);
+      const std::vector<fx::Tensor> got = {fx::sum(x, {1}), fx::max(x, {1}), fx::min(x, {1}), fx::prod(f, {1})};
+      for (int k = 0; k < 4; ++k) {
+        std::vector<double> g = fx::astype(got[static_cast<size_t>(k)], fx::f64).to_vector<double>();
+        REQUIRE(g.size() == static_cast<size_t>(outer * inner));
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t c = 0; c < inner; ++c) {
+            double want = k == 0 ? 0 : k == 1 ? -1e300 : k == 2 ? 1e300 : 1;
+            for (int64_t r = 0; r < n; ++r) {
+              const size_t at = static_cast<size_t>((o * n + r) * inner + c);
+              const double e = v[at];
+              want = k == 0 ? want + e : k == 1 ? std::max(want, e) : k == 2 ? std::min(want, e) : want * w[at];
+            }
+            const double at = g[static_cast<size_t>(o * inner + c)];
+            CHECK_MESSAGE(std::abs(at - want) <= 1e-4 * (1 + std::abs(want)),
+                          "reduction " << k << " at (" << o << ", " << c << "): got " << at << ", want " << want);
+          }
+      }
+    }
+  }
+}
+
 TEST_CASE("ops: max and min reject bool and empty axes") {
   CHECK_THROWS_WITH_AS(fx::max(fx::tensor({true})), Contains("[max] does not take bool tensors"), fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::min(fx::tensor({true})), Contains("[min] does not take bool tensors"), fx::DTypeError);

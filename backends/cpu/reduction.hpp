@@ -52,12 +52,22 @@ inline Runs make_runs(const std::vector<int64_t>& shape, const std::vector<int64
 
 /// out[c] = reduction over r of in[r, c] for a row-major [rows, cols] block, rows >= 1. Wide
 /// blocks accumulate row by row into `out` (contiguous and vectorised, one pass over memory, in
-/// chunks that stay in L1); narrow ones use Eigen's packet-wise column reduction.
+/// chunks that stay in L1), so do rows of 8..31 (in a plain loop: 0.5 against Eigen's 0.8-0.9 ns
+/// per f64 element for rows of 10 and 16); rows under 8 use Eigen's column reduction (plain loops
+/// took 2.0 against 0.9 ns for rows of 2).
 template <class A, class F>
 void reduce_leading(const A* in, int64_t rows, int64_t cols, A* out, const F& f) {
   using Arr = Eigen::Array<A, Eigen::Dynamic, 1>;
-  if (cols < 32) {
+  if (cols < 8) {
     Eigen::Map<RowVec<A>>(out, cols) = Eigen::Map<const RowMajorMat<A>>(in, rows, cols).colwise().redux(f);
+    return;
+  }
+  if (cols < 32) {  // one accumulator per column, the row's loop vectorised over its columns
+    std::copy(in, in + cols, out);
+    for (int64_t r = 1; r < rows; ++r) {
+      const A* row = in + r * cols;
+      for (int64_t c = 0; c < cols; ++c) out[c] = f(out[c], row[c]);
+    }
     return;
   }
   constexpr int64_t kChunk = 2048;
