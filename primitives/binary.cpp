@@ -39,6 +39,7 @@ template <class T> bool is_nan(T x) {
 
 struct Add {
   static constexpr const char* name = "add";
+  static constexpr TileOp tile = TileOp::add;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_add(x, y); else return x + y; }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a + b; }
@@ -49,6 +50,7 @@ struct Add {
 };
 struct Sub {
   static constexpr const char* name = "sub";
+  static constexpr TileOp tile = TileOp::sub;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_sub(x, y); else return x - y; }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a - b; }
@@ -59,6 +61,7 @@ struct Sub {
 };
 struct Mul {
   static constexpr const char* name = "mul";
+  static constexpr TileOp tile = TileOp::mul;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_mul(x, y); else return x * y; }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a * b; }
@@ -73,6 +76,7 @@ struct Mul {
 };
 struct Div {  // integers: truncating; x/0 = -1, INT_MIN/-1 = INT_MIN
   static constexpr const char* name = "div";
+  static constexpr TileOp tile = TileOp::div;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x, T y) {
     if constexpr (std::is_integral_v<T>) {

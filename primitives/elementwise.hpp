@@ -5,8 +5,10 @@
 ///   template <class T> static R scalar(T...);     // shared CPU/CUDA scalar functor
 ///   template <class A> static auto array(A...);   // optional vectorised Eigen form
 ///   template <class T> static R reference(T...);  // the spec, computed independently
+///   static constexpr TileOp tile;                 // optional: its form in fused register programs
 /// R is T, or bool for predicates.
 #pragma once
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/elementwise.hpp"
@@ -29,6 +31,10 @@ DType elementwise_result_dtype(DType d) {
     }
   });
 }
+
+/// Op::tile (a TileOp) when the Op struct declares one, else TileOp::none.
+template <class Op, class = void> struct tile_op_of { static constexpr TileOp value = TileOp::none; };
+template <class Op> struct tile_op_of<Op, std::void_t<decltype(Op::tile)>> { static constexpr TileOp value = Op::tile; };
 
 /// Checks the input count; ShapeError naming the primitive otherwise.
 void check_arity(const Primitive& self, const std::vector<AbstractValue>& in, size_t expected);
@@ -114,6 +120,7 @@ Primitive make_unary(Traits traits = elementwise_traits()) {
   if constexpr (kLightKernels) p.kernels[static_cast<size_t>(Backend::cpu)] = &reference::unary_kernel<Op>;
   else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
   p.block = &cpu::unary_block<Op>;
+  p.tile_op = tile_op_of<Op>::value;
   p.batch = &elementwise_batch_rule;
   return p;
 }
@@ -130,6 +137,7 @@ Primitive make_binary(Traits traits = elementwise_traits()) {
   else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
   p.block = &cpu::binary_block<Op>;
   p.row_block = &cpu::binary_row_block<Op>;
+  p.tile_op = tile_op_of<Op>::value;
   p.batch = &elementwise_batch_rule;
   return p;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fluxion/lax.hpp"
+#include "backends/cpu/special_functions.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 
@@ -21,6 +22,7 @@ template <class T> T wrap_neg(T x) {
 
 struct Neg {
   static constexpr const char* name = "neg";
+  static constexpr TileOp tile = TileOp::neg;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return -x; }
   template <class A> static auto array(const A& a) { return -a; }
@@ -49,99 +51,12 @@ struct Tan {
   template <class T> static T reference(T x) { return T(std::sin(LD(x)) / std::cos(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(scalar_like(y, 1), lax::mul(y, y))); }
 };
-/// exp with an exact 0 where the result underflows. Eigen's vectorised exp clamps its argument
-/// (exp(-inf) would be ~1e-38 / ~1e-308, not 0), so lanes below `lowest` are cleared. Written as a
-/// functor with a packet path because Eigen 3.4's `select` has none (a select expression runs one
-/// scalar exp per element: 1.3x Eigen's exp with SSE2, 11x with AVX-512). NaN compares false and
-/// stays NaN.
-///
-/// Eigen 3.4's f32 packet exp also clamps its argument at 88.376 and then scales by 2^128, which
-/// is inf: every argument in [88.376, 88.723), whose result is finite, came out inf. Packets
-/// holding an argument above kHigh take exp(x - 1) e there instead (x - 1 is exact for x >= 64;
-/// beyond 88.723 the product overflows to inf as it should). One test per packet, |x| > kEdge,
-/// sends the rare packets near either end to the guarded path; the others take Eigen's exp
-/// alone (the two compares and selects on every packet made exp 1.25x Eigen's, bench W1).
-template <class T> struct ExpFlushToZero {
-  static constexpr T lowest = std::is_same_v<T, float> ? T(-87.0) : T(-708.0);
-  static constexpr T kEdge = -lowest;
-  static constexpr float kHigh = 88.0f;
-  T operator()(T x) const { return x < lowest ? T(0) : std::exp(x); }
-  template <class Packet> Packet packetOp(const Packet& x) const {
-    namespace ei = Eigen::internal;
-    if (!ei::predux_any(ei::pcmp_lt(ei::pset1<Packet>(kEdge), ei::pabs(x)))) return ei::pexp(x);
-    Packet y;
-    if constexpr (std::is_same_v<T, float>) {
-      const Packet high = ei::pcmp_lt(ei::pset1<Packet>(kHigh), x);
-      y = ei::pexp(ei::pselect(high, ei::psub(x, ei::pset1<Packet>(1.0f)), x));
-      y = ei::pselect(high, ei::pmul(y, ei::pset1<Packet>(2.71828182845904523536f)), y);
-    } else {
-      y = ei::pexp(x);
-    }
-    return ei::pselect(ei::pcmp_lt(x, ei::pset1<Packet>(lowest)), ei::pzero(x), y);
-  }
-};
-/// f64 tanh, vectorised (Eigen 3.4 vectorises tanh for f32 only; glibc's scalar tanh, through
-/// expm1, cost ~30 ns per element here and dominated small-state integrators, bench W9).
-/// |x| < 0.625: Lambert's continued fraction x / (1 + z / (3 + z / (5 + ...))), z = x², to 8
-/// levels by the forward recurrence of its convergents A_j (denominator) and D_j = A_j - B_j, so
-/// tanh x = x (1 - D/A) with D/A <= 0.13 (no division chain, no cancellation). Otherwise
-/// sign(x) (1 - 2 / (exp(2|x|) + 1)). Measured at most 1.83 ulp from a long-double tanh over
-/// 2M arguments (glibc: 2.16); NaN stays NaN, -0 stays -0, ±inf gives ±1.
-template <class T> struct TanhF64 {
-  static constexpr T kSmall = T(0.625);
-  static constexpr int kLevels = 8;
-  T operator()(T x) const {
-    const T a = std::fabs(x);
-    if (a < kSmall) {
-      const T z = x * x;
-      T a1 = 1, a0 = 1, d1 = 1, d0 = 0;  // A_{j-1}, A_j, D_{j-1}, D_j
-      for (int j = 1; j <= kLevels; ++j) {
-        const T b = T(2 * j + 1);
-        const T a2 = std::fma(b, a0, z * a1), d2 = std::fma(b, d0, z * d1);
-        a1 = a0, a0 = a2, d1 = d0, d0 = d2;
-      }
-      return x * (T(1) - d0 / a0);
-    }
-    if (a != a) return x;
-    return std::copysign(T(1) - T(2) / (std::exp(a + a) + T(1)), x);
-  }
-  template <class Packet> Packet packetOp(const Packet& x) const {
-    namespace ei = Eigen::internal;
-    const Packet one = ei::pset1<Packet>(T(1)), z = ei::pmul(x, x);
-    Packet a1 = one, a0 = one, d1 = one, d0 = ei::pzero(x);
-    for (int j = 1; j <= kLevels; ++j) {
-      const Packet b = ei::pset1<Packet>(T(2 * j + 1));
-      const Packet a2 = ei::pmadd(b, a0, ei::pmul(z, a1)), d2 = ei::pmadd(b, d0, ei::pmul(z, d1));
-      a1 = a0, a0 = a2, d1 = d0, d0 = d2;
-    }
-    const Packet small = ei::pmul(x, ei::psub(one, ei::pdiv(d0, a0)));
-    const Packet a = ei::pabs(x);
-    const Packet e = ei::pexp(ei::padd(a, a));
-    Packet big = ei::psub(one, ei::pdiv(ei::pset1<Packet>(T(2)), ei::padd(e, one)));
-    big = ei::pselect(ei::pcmp_lt(x, ei::pzero(x)), ei::pnegate(big), big);
-    const Packet r = ei::pselect(ei::pcmp_lt(a, ei::pset1<Packet>(kSmall)), small, big);
-    return ei::pselect(ei::pcmp_eq(x, x), r, x);  // NaN: x itself
-  }
-};
-}  // namespace unary_family
-}  // namespace fluxion::primitives
+using cpu::ExpFlushToZero;  // backends/cpu/special_functions.hpp
+using cpu::TanhF64;
 
-namespace Eigen::internal {
-template <class T> struct functor_traits<fluxion::primitives::unary_family::ExpFlushToZero<T>> {
-  enum {
-    Cost = functor_traits<scalar_exp_op<T>>::Cost + 2 * NumTraits<T>::AddCost,
-    PacketAccess = functor_traits<scalar_exp_op<T>>::PacketAccess,
-  };
-};
-template <class T> struct functor_traits<fluxion::primitives::unary_family::TanhF64<T>> {
-  enum { Cost = functor_traits<scalar_exp_op<T>>::Cost + 30 * NumTraits<T>::MulCost, PacketAccess = packet_traits<T>::HasExp };
-};
-}  // namespace Eigen::internal
-
-namespace fluxion::primitives {
-namespace unary_family {
 struct Exp {
   static constexpr const char* name = "exp";
+  static constexpr TileOp tile = TileOp::exp;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) { return std::exp(x); }
   template <class A> static auto array(const A& a) {
@@ -152,6 +67,7 @@ struct Exp {
 };
 struct Log {
   static constexpr const char* name = "log";
+  static constexpr TileOp tile = TileOp::log;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) { return std::log(x); }
   template <class A> static auto array(const A& a) { return a.log(); }
@@ -176,6 +92,7 @@ struct Expm1 {
 };
 struct Sqrt {
   static constexpr const char* name = "sqrt";
+  static constexpr TileOp tile = TileOp::sqrt;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) { return std::sqrt(x); }
   template <class A> static auto array(const A& a) { return a.sqrt(); }
@@ -192,6 +109,7 @@ struct Rsqrt {
 };
 struct Tanh {
   static constexpr const char* name = "tanh";
+  static constexpr TileOp tile = TileOp::tanh;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) {
     if constexpr (std::is_same_v<T, double>) return TanhF64<T>()(x);

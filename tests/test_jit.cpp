@@ -215,6 +215,59 @@ TEST_CASE("jit: an elementwise chain runs as one fused group over blocks") {
   check_close(fx::jit(g)(x), g(x));
 }
 
+TEST_CASE("jit: elementwise groups of tile forms run as register programs, matching eager") {
+  // Every member of these groups has a TileOp, so the group runs as a register program over whole
+  // tiles and the block path takes the remainder. Covered: each tile operation; a value kept in
+  // the accumulator along a chain, and values read again later (stored to scratch, incl. by the
+  // member after a sum); left and right operands of sub and div (the accumulator on either side);
+  // x * x from one operand; literal and rank-0 operands; an intermediate escaping as an output;
+  // two full sums; sizes below, at, between and above whole tiles, and groups split over threads.
+  const int before = fx::num_threads();
+  for (int threads : {1, 2}) {
+    fx::set_num_threads(threads);
+    for (fx::DType dtype : {fx::f32, fx::f64}) {
+      for (int64_t n : {int64_t(64), int64_t(100), int64_t(1000), int64_t(5003), int64_t(70000), int64_t(131079)}) {
+        CAPTURE(threads);
+        CAPTURE(dtype);
+        CAPTURE(n);
+        auto f = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& s) {
+          fx::Tensor e = fx::exp(-(x * x));
+          fx::Tensor u = fx::tanh(x) * x + e;                      // escapes
+          fx::Tensor v = (y - u) / (y * y + 1.5);                  // accumulator on the right of sub
+          fx::Tensor w = 2.0 - v;                                  // literal on the left
+          fx::Tensor z = fx::sqrt(y * y + 1.0);
+          fx::Tensor l = fx::log(z + e) / (1.0 + x * x);           // e read again, divisor in the accumulator
+          fx::Tensor q = s * w - l / s;                            // rank-0 operand, both sides
+          fx::Tensor r = e * e;
+          fx::Tensor y2 = y * 3.0;
+          fx::Tensor sum_y2 = fx::sum(y2);
+          fx::Tensor y3 = y2 - r;                                  // read after the sum
+          return std::make_tuple(q, u, fx::sum(q * x), sum_y2, y3);
+        };
+        fx::Tensor x = random_tensor({n}, dtype, 41), y = random_tensor({n}, dtype, 42);
+        fx::Tensor s = fx::full({}, 0.75, dtype);
+        auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(x, y, s), fx::Device::cpu());
+        const std::string plan = exe->describe();
+        CHECK_MESSAGE(plan.find("register program") != std::string::npos, plan);
+        CHECK_MESSAGE(plan.find("0 kernels, 1 fused groups") != std::string::npos, plan);
+        auto got = fx::jit(f)(x, y, s);
+        auto wide = [](const fx::Tensor& t) { return fx::lax::convert_element_type(t, fx::f64); };
+        auto want = f(wide(x), wide(y), wide(s));
+        check_within({std::get<0>(got), std::get<1>(got), std::get<2>(got), std::get<3>(got), std::get<4>(got)},
+                     {std::get<0>(want), std::get<1>(want), std::get<2>(want), std::get<3>(want), std::get<4>(want)},
+                     dtype == fx::f32 ? 2e-5 : 1e-12);
+      }
+    }
+  }
+  fx::set_num_threads(before);
+  // A member without a tile form (sin) keeps the whole group on the block path.
+  auto g = [](const fx::Tensor& x) { return fx::sin(x) * x + 1.0; };
+  fx::Tensor x = random_tensor({1000}, fx::f32, 43);
+  auto exe = fx::compile_jaxpr(fx::make_jaxpr(g)(x), fx::Device::cpu());
+  CHECK(exe->describe().find("register program") == std::string::npos);
+  check_close(fx::jit(g)(x), g(x));
+}
+
 TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match eager") {
   // A value broadcast along trailing dims is constant over runs of a block; the executor keeps
   // such blocks as one value and feeds them to later members as scalars. Shapes where rows cross

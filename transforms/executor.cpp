@@ -10,6 +10,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "backends/cpu/tile_program.hpp"
 #include "transforms/fusion.hpp"
 #include "transforms/passes.hpp"
 #include "transforms/simplify.hpp"
@@ -75,6 +76,7 @@ struct FusedMember {
   int64_t period = 0;
   BlockKernel block = nullptr;
   RowBlockKernel row_block = nullptr;
+  TileOp tile_op = TileOp::none;
   int64_t row = 0;  // > 0: some inputs are rows operands with runs of `row` elements
   DType in_dtype = f32, out_dtype = f32;
   // A reduce_sum member adds its operand's block into per-output sums (see FusedReduction), kept
@@ -115,6 +117,12 @@ struct Step {
   int32_t tiled_external = -1;
   int32_t tiled_itemsize = 0;
   int64_t tile_rows = 0, tile_cols = 0;
+  // The group as a register program (backends/cpu/tile_program.hpp), when every member has a
+  // tile form: run over whole tiles, the remainder by the block path. Sum instruction k adds
+  // into accumulator tile_sums[k].
+  std::vector<cpu::TileInstr> program;
+  DType program_dtype = f32;
+  std::vector<int64_t> tile_sums;
 };
 
 struct Executable::Plan {
@@ -258,6 +266,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     FusedMember member;
     member.block = e.primitive->block;
     member.row_block = e.primitive->row_block;
+    member.tile_op = e.primitive->tile_op;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
     member.out_dtype = j.avals[e.outputs[0]].dtype;
     if (const std::optional<FusedReduction> layout = fusible_reduction(j, e); layout && m > 0) {
@@ -330,6 +339,111 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     step.periodic_views = step.periodic_views || (m.period > 0 && m.output.source == FusedOperand::scratch);
   step.periodic_views = step.periodic_views && step.scratch_slots <= kMaxUniformSlots;
   return step;
+}
+
+/// Sum instructions a register program may hold (their partial sums live on the stack).
+constexpr int kMaxTileSums = 4;
+
+/// The register program of fused step `step`, or nothing when some member has no tile form (a
+/// broadcast, a row-read operand, a reduction other than a full sum, another dtype, a primitive
+/// without a TileOp). Values stay in the accumulator along chains; a member's value is stored
+/// when it escapes the group or a member after the next one reads it.
+void compile_tile_program(Step& step) {
+  if (step.members.empty() || step.track_uniform || step.periodic_views || step.row_broadcasts > 0) return;
+  const DType dtype = step.members.front().in_dtype;
+  if (dtype != f32 && dtype != f64) return;
+  if (step.n < cpu::tile_elements<float>()) return;
+  int sums = 0;
+  for (const FusedMember& m : step.members) {
+    if (m.broadcast || m.row > 0 || m.in_dtype != dtype || (m.out_dtype != dtype)) return;
+    if (m.reduce) {
+      if (m.layout.outputs != 1 || m.layout.columns || ++sums > kMaxTileSums) return;
+      continue;
+    }
+    if (cpu::tile_op_arity(m.tile_op) != m.num_inputs) return;
+  }
+  // A value is named by where it lives: (source, index) of an external or scratch operand.
+  auto key = [](const FusedOperand& op) -> int64_t {
+    if (op.scalar || op.source == FusedOperand::literal) return -1;
+    return (op.source == FusedOperand::scratch ? int64_t(1) << 32 : 0) + op.index;
+  };
+  auto operand = [&](const FusedOperand& op, cpu::TileInstr& in) {
+    if (op.source == FusedOperand::literal) {
+      in.source = cpu::TileInstr::scalar;
+      in.literal = op.literal_ptr;
+    } else if (op.scalar) {
+      in.source = cpu::TileInstr::scalar;
+      in.index = op.index;
+    } else {
+      in.source = op.source == FusedOperand::scratch ? cpu::TileInstr::scratch : cpu::TileInstr::external;
+      in.index = op.index;
+    }
+  };
+  std::vector<cpu::TileInstr> program;
+  int64_t acc = -2;  // the key of the value in the accumulator (-2: none)
+  auto emit_load = [&](const FusedOperand& op) {
+    cpu::TileInstr in;
+    in.kind = cpu::TileInstr::load;
+    operand(op, in);
+    in.finish();
+    program.push_back(in);
+    acc = key(op);
+  };
+  const size_t count = step.members.size();
+  for (size_t m = 0; m < count; ++m) {
+    const FusedMember& member = step.members[m];
+    const FusedOperand& a = member.inputs[0];
+    if (member.reduce) {
+      if (key(a) != acc || acc == -1) emit_load(a);
+      cpu::TileInstr in;
+      in.kind = cpu::TileInstr::sum;
+      in.index = static_cast<int32_t>(step.tile_sums.size());
+      step.tile_sums.push_back(member.acc);
+      in.finish();
+      program.push_back(in);
+      continue;
+    }
+    cpu::TileInstr in;
+    in.op = member.tile_op;
+    if (member.num_inputs == 1) {
+      if (key(a) != acc || acc == -1) emit_load(a);
+      in.kind = cpu::TileInstr::unary;
+    } else {
+      const FusedOperand& b = member.inputs[1];
+      in.kind = cpu::TileInstr::binary;
+      const FusedOperand* other = &b;
+      if (acc == -1 || (key(a) != acc && key(b) != acc)) {
+        emit_load(a);
+      } else if (key(a) != acc) {  // b is in the accumulator
+        other = &a;
+        in.reversed = true;
+      }
+      if (key(*other) == acc && acc != -1) in.source = cpu::TileInstr::self;
+      else operand(*other, in);
+    }
+    in.finish();
+    program.push_back(in);
+    const int64_t out = key(member.output);
+    acc = out;
+    // Reads of this value after the next member (up to the member that writes its slot again).
+    int later = 0;
+    for (size_t r = m + 1; r < count; ++r) {
+      const FusedMember& reader = step.members[r];
+      for (int i = 0; i < reader.num_inputs; ++i)
+        if (key(reader.inputs[i]) == out && r > m + 1) ++later;
+      if (!reader.reduce && key(reader.output) == out) break;
+    }
+    if (member.output.source == FusedOperand::external || later > 0) {
+      cpu::TileInstr st;
+      st.kind = cpu::TileInstr::store;
+      st.source = member.output.source == FusedOperand::scratch ? cpu::TileInstr::scratch : cpu::TileInstr::external;
+      st.index = member.output.index;
+      st.finish();
+      program.push_back(st);
+    }
+  }
+  step.program = std::move(program);
+  step.program_dtype = dtype;
 }
 
 /// Products whose output is smaller than this are computed whole: it stays in L2 (2 MiB per core
@@ -497,6 +611,7 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
         if (fresh[v]) plan.kind[v] = Kind::output;
       }
       Step step = make_fused_step(j, group, uses_outside);
+      compile_tile_program(step);
       for (const FusedMember& m : step.members)
         if (m.output.source == FusedOperand::external) d.push_back(step.externals[m.output.index]);
       for (int32_t v : step.externals)
@@ -824,6 +939,33 @@ void run_fused_range(const Step& step, char* const* bases, double* scratch, doub
   }
 }
 
+/// Runs fused step `step`'s register program over elements [e0, e1): its whole tiles, then the
+/// remainder by the block path; full sums are added into `accumulators` as run_fused_range does.
+void run_program_range(const Step& step, char* const* bases, double* scratch, double* accumulators, int64_t e0,
+                       int64_t e1) {
+  constexpr int64_t kMaxTile = cpu::tile_elements<float>();
+  alignas(64) double sums[kMaxTileSums * kMaxTile];
+  int64_t whole = e0;
+  dispatch_dtype(step.program_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      constexpr int64_t tile = cpu::tile_elements<T>(), lanes = Eigen::internal::packet_traits<T>::size;
+      whole = e0 + (e1 - e0) / tile * tile;
+      if (whole == e0) return;
+      const size_t n_sums = step.tile_sums.size();
+      std::fill(sums, sums + n_sums * lanes, 0.0);
+      cpu::run_tile_program<T>(step.program.data(), static_cast<int>(step.program.size()), bases,
+                               reinterpret_cast<T*>(scratch), sums, e0, whole);
+      for (size_t k = 0; k < n_sums; ++k) {
+        double total = 0;
+        for (int64_t l = 0; l < lanes; ++l) total += sums[k * lanes + l];
+        accumulators[step.tile_sums[k]] += total;
+      }
+    }
+  });
+  if (whole < e1) run_fused_range(step, bases, scratch, accumulators, whole, e1);
+}
+
 /// `run` elements of S bytes from `src` with element stride `step` (0: one value repeated).
 template <int S>
 inline void copy_run(char* o, const char* src, int64_t run, int64_t step) {
@@ -971,7 +1113,9 @@ void run_fused_step(const Step& step, const Executable::Plan& plan, Executable::
     double* acc = s.accumulators.data() + t * acc_stride;
     const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
     if (!step.tiled) {
-      run_fused_range(step, s.bases.data(), scratch, acc, u0 * kBlock, std::min(u1 * kBlock, step.n));
+      const int64_t e0 = u0 * kBlock, e1 = std::min(u1 * kBlock, step.n);
+      if (!step.program.empty()) run_program_range(step, s.bases.data(), scratch, acc, e0, e1);
+      else run_fused_range(step, s.bases.data(), scratch, acc, e0, e1);
       return;
     }
     char** bases = s.tile_bases.data() + static_cast<size_t>(t) * s.bases.size();
@@ -1073,6 +1217,7 @@ std::string Executable::describe() const {
          << ", scratch=" << step.scratch_slots;
       if (reductions > 0) os << ", " << reductions << " row sums";
       if (step.row_broadcasts > 0) os << ", " << step.row_broadcasts << " broadcasts read by rows";
+      if (!step.program.empty() && !step.tiled) os << ", register program of " << step.program.size() << " instructions";
       if (step.tiled)
         os << ", " << step.tiled->primitive->name << " " << step.tile_plan.m << "x" << step.tile_plan.n << " in "
            << step.tile_rows << "x" << step.tile_cols << " tiles";
