@@ -349,6 +349,9 @@ constexpr int kMaxTileSums = 4;
 /// without a TileOp). Values stay in the accumulator along chains; a member's value is stored
 /// when it escapes the group or a member after the next one reads it.
 void compile_tile_program(Step& step) {
+  // Interpreters (FLUXION_LIGHT_KERNELS) run plain-loop block kernels; the programs' Eigen packet
+  // code would only add to the first cell's compile time there.
+  if (kLightKernels) return;
   if (step.members.empty() || step.track_uniform || step.periodic_views || step.row_broadcasts > 0) return;
   const DType dtype = step.members.front().in_dtype;
   if (dtype != f32 && dtype != f64) return;
@@ -948,7 +951,7 @@ void run_program_range(const Step& step, char* const* bases, double* scratch, do
   int64_t whole = e0;
   dispatch_dtype(step.program_dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T> && !kLightKernels) {
       constexpr int64_t tile = cpu::tile_elements<T>(), lanes = Eigen::internal::packet_traits<T>::size;
       whole = e0 + (e1 - e0) / tile * tile;
       if (whole == e0) return;
