@@ -260,6 +260,17 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
     }
   }
   fx::set_num_threads(before);
+  {
+    // Members are reordered so a value's only reader runs right after it: W1's gradient reads
+    // exp(-x^2) once, in x * exp(-x^2), so that product moves up and the program has 16
+    // instructions, not 19 (keeping the group's order stores the exp and the sum before it).
+    auto w1 = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x))); };
+    fx::Tensor x = random_tensor({4099}, fx::f32, 44);
+    auto exe = fx::compile_jaxpr(fx::make_jaxpr(fx::grad(w1))(x), fx::Device::cpu());
+    const std::string plan = exe->describe();
+    CHECK_MESSAGE(plan.find("register program of 16 instructions") != std::string::npos, plan);
+    check_close(fx::jit(fx::grad(w1))(x), fx::grad(w1)(x));
+  }
   // A member without a tile form (sin) keeps the whole group on the block path.
   auto g = [](const fx::Tensor& x) { return fx::sin(x) * x + 1.0; };
   fx::Tensor x = random_tensor({1000}, fx::f32, 43);

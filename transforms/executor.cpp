@@ -3,12 +3,14 @@
 #include "transforms/executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
 #include <type_traits>
+#include <unordered_map>
 
 #include "backends/cpu/tile_program.hpp"
 #include "transforms/fusion.hpp"
@@ -346,8 +348,9 @@ constexpr int kMaxTileSums = 4;
 
 /// The register program of fused step `step`, or nothing when some member has no tile form (a
 /// broadcast, a row-read operand, a reduction other than a full sum, another dtype, a primitive
-/// without a TileOp). Values stay in the accumulator along chains; a member's value is stored
-/// when it escapes the group or a member after the next one reads it.
+/// without a TileOp). Members are reordered so that a value's reader follows it where it can;
+/// values stay in the accumulator along chains, and a value is stored when it escapes the group
+/// or a member after the next one reads it (to a scratch tile, reused after its last reader).
 void compile_tile_program(Step& step) {
   // Interpreters (FLUXION_LIGHT_KERNELS) run plain-loop block kernels; the programs' Eigen packet
   // code would only add to the first cell's compile time there.
@@ -365,86 +368,197 @@ void compile_tile_program(Step& step) {
     }
     if (cpu::tile_op_arity(m.tile_op) != m.num_inputs) return;
   }
-  // A value is named by where it lives: (source, index) of an external or scratch operand.
+  // Values, numbered in member order (a scratch slot or external holds several over the group):
+  // the operand keys below name where a value lives; -1 is a literal or rank-0 operand.
   auto key = [](const FusedOperand& op) -> int64_t {
     if (op.scalar || op.source == FusedOperand::literal) return -1;
     return (op.source == FusedOperand::scratch ? int64_t(1) << 32 : 0) + op.index;
   };
-  auto operand = [&](const FusedOperand& op, cpu::TileInstr& in) {
-    if (op.source == FusedOperand::literal) {
-      in.source = cpu::TileInstr::scalar;
-      in.literal = op.literal_ptr;
-    } else if (op.scalar) {
-      in.source = cpu::TileInstr::scalar;
-      in.index = op.index;
-    } else {
-      in.source = op.source == FusedOperand::scratch ? cpu::TileInstr::scratch : cpu::TileInstr::external;
-      in.index = op.index;
+  const int count = static_cast<int>(step.members.size());
+  std::unordered_map<int64_t, int> current;   // key -> the value there now
+  std::vector<int> producer;                  // value -> member (-1: a group input)
+  std::vector<int32_t> home;                  // value -> external index holding it, or -1
+  std::vector<std::array<int, kMaxFusedInputs>> in_value(static_cast<size_t>(count));
+  std::vector<int> out_value(static_cast<size_t>(count), -1);
+  for (int m = 0; m < count; ++m) {
+    const FusedMember& member = step.members[static_cast<size_t>(m)];
+    for (int i = 0; i < member.num_inputs; ++i) {
+      const int64_t k = key(member.inputs[i]);
+      int v = -1;
+      if (k != -1) {
+        auto it = current.find(k);
+        if (it == current.end()) {
+          v = static_cast<int>(producer.size());
+          producer.push_back(-1);
+          home.push_back(member.inputs[i].index);
+          current.emplace(k, v);
+        } else {
+          v = it->second;
+        }
+      }
+      in_value[static_cast<size_t>(m)][static_cast<size_t>(i)] = v;
     }
+    if (member.reduce) continue;
+    const int v = static_cast<int>(producer.size());
+    producer.push_back(m);
+    home.push_back(member.output.source == FusedOperand::external ? member.output.index : -1);
+    current[key(member.output)] = v;
+    out_value[static_cast<size_t>(m)] = v;
+  }
+  auto reads = [&](int m, int v) {
+    const FusedMember& member = step.members[static_cast<size_t>(m)];
+    for (int i = 0; i < member.num_inputs; ++i)
+      if (in_value[static_cast<size_t>(m)][static_cast<size_t>(i)] == v) return true;
+    return false;
   };
-  std::vector<cpu::TileInstr> program;
-  int64_t acc = -2;  // the key of the value in the accumulator (-2: none)
-  auto emit_load = [&](const FusedOperand& op) {
-    cpu::TileInstr in;
-    in.kind = cpu::TileInstr::load;
-    operand(op, in);
-    in.finish();
-    program.push_back(in);
-    acc = key(op);
+  // Order: members in a topological order that runs a value's reader right after it where one
+  // is ready (the earliest such in group order), else the earliest ready member. Only the values'
+  // dependencies constrain it: a fused step never writes in place (its in_place entry in the
+  // Executable constructor is false), so no output shares a buffer with an input.
+  std::vector<char> done(static_cast<size_t>(count), 0);
+  auto ready = [&](int m) {
+    for (int i = 0; i < step.members[static_cast<size_t>(m)].num_inputs; ++i) {
+      const int v = in_value[static_cast<size_t>(m)][static_cast<size_t>(i)];
+      if (v >= 0 && producer[static_cast<size_t>(v)] >= 0 && !done[static_cast<size_t>(producer[static_cast<size_t>(v)])]) return false;
+    }
+    return true;
   };
-  const size_t count = step.members.size();
-  for (size_t m = 0; m < count; ++m) {
-    const FusedMember& member = step.members[m];
-    const FusedOperand& a = member.inputs[0];
-    if (member.reduce) {
-      if (key(a) != acc || acc == -1) emit_load(a);
+  std::vector<int> order;
+  for (int held = -1; static_cast<int>(order.size()) < count;) {
+    int pick = -1;
+    for (int m = 0; m < count; ++m) {
+      if (done[static_cast<size_t>(m)] || !ready(m)) continue;
+      if (pick < 0) pick = m;
+      if (held >= 0 && reads(m, held)) {
+        pick = m;
+        break;
+      }
+    }
+    done[static_cast<size_t>(pick)] = 1;
+    order.push_back(pick);
+    if (!step.members[static_cast<size_t>(pick)].reduce) held = out_value[static_cast<size_t>(pick)];
+  }
+  // The program for one member order, and whether its scratch tiles fit the step's scratch.
+  auto emit = [&](const std::vector<int>& order, std::vector<cpu::TileInstr>& program, std::vector<int64_t>& sum_accs) {
+    std::vector<int> position(static_cast<size_t>(count), 0);
+    for (int q = 0; q < count; ++q) position[static_cast<size_t>(order[static_cast<size_t>(q)])] = q;
+    std::vector<int> last_read(producer.size(), -1);
+    std::vector<char> read_later(producer.size(), 0);  // read after the member following its producer
+    for (int m = 0; m < count; ++m)
+      for (int i = 0; i < step.members[static_cast<size_t>(m)].num_inputs; ++i) {
+        const int v = in_value[static_cast<size_t>(m)][static_cast<size_t>(i)];
+        if (v < 0) continue;
+        last_read[static_cast<size_t>(v)] = std::max(last_read[static_cast<size_t>(v)], position[static_cast<size_t>(m)]);
+        const int p = producer[static_cast<size_t>(v)];
+        if (p >= 0 && position[static_cast<size_t>(m)] > position[static_cast<size_t>(p)] + 1) read_later[static_cast<size_t>(v)] = 1;
+      }
+    // Scratch tiles for values read later, reused once their last reader has run; each block
+    // slot of the step's scratch holds kBlock / tile elements of them.
+    const int max_slots = static_cast<int>(std::max<int32_t>(step.scratch_slots, 1) * (kBlock / cpu::tile_elements<float>()));
+    std::vector<int32_t> slot(producer.size(), -1), free_slots;
+    int slots = 0;
+    int acc = -2;  // the value in the accumulator (-2: none or unnamed)
+    auto operand = [&](const FusedOperand& op, int v, cpu::TileInstr& in) {
+      if (op.source == FusedOperand::literal) {
+        in.source = cpu::TileInstr::scalar;
+        in.literal = op.literal_ptr;
+      } else if (op.scalar) {
+        in.source = cpu::TileInstr::scalar;
+        in.index = op.index;
+      } else if (home[static_cast<size_t>(v)] >= 0) {
+        in.source = cpu::TileInstr::external;
+        in.index = home[static_cast<size_t>(v)];
+      } else {
+        in.source = cpu::TileInstr::scratch;
+        in.index = slot[static_cast<size_t>(v)];
+      }
+    };
+    auto emit_load = [&](const FusedOperand& op, int v) {
       cpu::TileInstr in;
-      in.kind = cpu::TileInstr::sum;
-      in.index = static_cast<int32_t>(step.tile_sums.size());
-      step.tile_sums.push_back(member.acc);
+      in.kind = cpu::TileInstr::load;
+      operand(op, v, in);
       in.finish();
       program.push_back(in);
-      continue;
-    }
-    cpu::TileInstr in;
-    in.op = member.tile_op;
-    if (member.num_inputs == 1) {
-      if (key(a) != acc || acc == -1) emit_load(a);
-      in.kind = cpu::TileInstr::unary;
-    } else {
-      const FusedOperand& b = member.inputs[1];
-      in.kind = cpu::TileInstr::binary;
-      const FusedOperand* other = &b;
-      if (acc == -1 || (key(a) != acc && key(b) != acc)) {
-        emit_load(a);
-      } else if (key(a) != acc) {  // b is in the accumulator
-        other = &a;
-        in.reversed = true;
+      acc = v >= 0 ? v : -2;
+    };
+    auto held = [&](int v) { return v >= 0 && v == acc; };
+    for (int q = 0; q < count; ++q) {
+      const int m = order[static_cast<size_t>(q)];
+      const FusedMember& member = step.members[static_cast<size_t>(m)];
+      const auto& vin = in_value[static_cast<size_t>(m)];
+      const FusedOperand& a = member.inputs[0];
+      cpu::TileInstr in;
+      if (member.reduce) {
+        if (!held(vin[0])) emit_load(a, vin[0]);
+        in.kind = cpu::TileInstr::sum;
+        in.index = static_cast<int32_t>(sum_accs.size());
+        sum_accs.push_back(member.acc);
+      } else if (member.num_inputs == 1) {
+        if (!held(vin[0])) emit_load(a, vin[0]);
+        in.kind = cpu::TileInstr::unary;
+        in.op = member.tile_op;
+      } else {
+        in.kind = cpu::TileInstr::binary;
+        in.op = member.tile_op;
+        const FusedOperand* other = &member.inputs[1];
+        int other_value = vin[1];
+        if (held(vin[1]) && !held(vin[0])) {  // b is in the accumulator
+          other = &a;
+          other_value = vin[0];
+          in.reversed = true;
+        } else if (!held(vin[0])) {
+          emit_load(a, vin[0]);
+        }
+        if (held(other_value)) in.source = cpu::TileInstr::self;
+        else operand(*other, other_value, in);
       }
-      if (key(*other) == acc && acc != -1) in.source = cpu::TileInstr::self;
-      else operand(*other, in);
-    }
-    in.finish();
-    program.push_back(in);
-    const int64_t out = key(member.output);
-    acc = out;
-    // Reads of this value after the next member (up to the member that writes its slot again).
-    int later = 0;
-    for (size_t r = m + 1; r < count; ++r) {
-      const FusedMember& reader = step.members[r];
-      for (int i = 0; i < reader.num_inputs; ++i)
-        if (key(reader.inputs[i]) == out && r > m + 1) ++later;
-      if (!reader.reduce && key(reader.output) == out) break;
-    }
-    if (member.output.source == FusedOperand::external || later > 0) {
+      in.finish();
+      program.push_back(in);
+      // Scratch tiles whose value this member read last are free (it read them before storing).
+      for (int i = 0; i < member.num_inputs; ++i) {
+        const int v = vin[static_cast<size_t>(i)];
+        if (v >= 0 && slot[static_cast<size_t>(v)] >= 0 && last_read[static_cast<size_t>(v)] == q) {
+          free_slots.push_back(slot[static_cast<size_t>(v)]);
+          slot[static_cast<size_t>(v)] = -1;
+        }
+      }
+      if (member.reduce) continue;
+      const int out = out_value[static_cast<size_t>(m)];
+      acc = out;
+      if (home[static_cast<size_t>(out)] < 0 && !read_later[static_cast<size_t>(out)]) continue;
       cpu::TileInstr st;
       st.kind = cpu::TileInstr::store;
-      st.source = member.output.source == FusedOperand::scratch ? cpu::TileInstr::scratch : cpu::TileInstr::external;
-      st.index = member.output.index;
+      if (home[static_cast<size_t>(out)] >= 0) {
+        st.source = cpu::TileInstr::external;
+        st.index = home[static_cast<size_t>(out)];
+      } else {
+        if (free_slots.empty()) {
+          slot[static_cast<size_t>(out)] = slots++;
+        } else {
+          slot[static_cast<size_t>(out)] = free_slots.back();
+          free_slots.pop_back();
+        }
+        st.source = cpu::TileInstr::scratch;
+        st.index = slot[static_cast<size_t>(out)];
+      }
       st.finish();
       program.push_back(st);
     }
+    return slots <= max_slots;
+  };
+  std::vector<int> group_order(static_cast<size_t>(count));
+  for (int m = 0; m < count; ++m) group_order[static_cast<size_t>(m)] = m;
+  // The reordered program, unless the group's own order gives a shorter one.
+  std::vector<cpu::TileInstr> program, plain;
+  std::vector<int64_t> program_sums, plain_sums;
+  bool fits = emit(order, program, program_sums);
+  if (order != group_order && emit(group_order, plain, plain_sums) && (!fits || plain.size() < program.size())) {
+    program = std::move(plain);
+    program_sums = std::move(plain_sums);
+    fits = true;
   }
+  if (!fits) return;  // more live tiles than the step's scratch holds: the block path runs it
+  step.tile_sums = std::move(program_sums);
   step.program = std::move(program);
   step.program_dtype = dtype;
 }
