@@ -343,8 +343,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
   return step;
 }
 
-/// Sum instructions a register program may hold (their partial sums live on the stack).
-constexpr int kMaxTileSums = 4;
+using cpu::kMaxTileSums;
 
 /// The register program of fused step `step`, or nothing when some member has no tile form (a
 /// broadcast, a row-read operand, a reduction other than a full sum, another dtype, a primitive

@@ -9,8 +9,8 @@
 /// the block kernels' vector path (same Eigen packet functions, backends/cpu/special_functions.hpp).
 #pragma once
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "backends/cpu/special_functions.hpp"
 #include "fluxion/primitive.hpp"
@@ -20,6 +20,14 @@ namespace fluxion::cpu {
 /// Packets per tile: four independent chains hide the latency of exp and tanh, and the
 /// accumulator plus exp's or tanh's temporaries stay within the 32 vector registers.
 inline constexpr int kTilePackets = 4;
+
+/// Sum instructions a program may hold (their partial sums live on the stack).
+inline constexpr int kMaxTileSums = 4;
+
+/// Tiles whose sums a sum instruction adds in T before adding them into its double partial sums:
+/// each lane then adds 4 * kSumFlushTiles elements in T (for f32 an error of at most ~32 ulp of
+/// that partial, against the converts and double adds of every tile).
+inline constexpr int64_t kSumFlushTiles = 8;
 
 /// Elements of one tile of T.
 template <class T>
@@ -110,6 +118,15 @@ FLUXION_TILE_INLINE P binary_packet(const P& acc, const P& b) {
   else if constexpr (kOp == TileOp::mul) return ei::pmul(x, y);
   else return ei::pdiv(x, y);
 }
+/// Adds the T partial sums of `n` sum instructions into their double sums and clears them.
+template <class T>
+inline void flush_sums(T* partial, double* sums, int n) {
+  constexpr int64_t S = ei::packet_traits<T>::size;
+  for (int64_t l = 0; l < n * S; ++l) {
+    sums[l] += static_cast<double>(partial[l]);
+    partial[l] = T(0);
+  }
+}
 }  // namespace tile_detail
 
 /// True when the tile programs implement `op` as a unary (1) or binary (2) operation.
@@ -124,7 +141,7 @@ inline int tile_op_arity(TileOp op) {
 /// Runs `program` over the whole tiles of elements [e0, e1) (e1 - e0 a multiple of
 /// tile_elements<T>()); `slots` holds the scratch tiles (64-byte aligned). Sum instruction k adds
 /// its accumulator tile's elements into the S = packet-size double partial sums at sums + k * S
-/// (the tile's four packets added in T first).
+/// (the tile's four packets added in T, then kSumFlushTiles tiles in T).
 template <class T>
 void run_tile_program(const TileInstr* program, int count, char* const* bases, T* slots, double* sums, int64_t e0,
                       int64_t e1) {
@@ -134,7 +151,16 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   using I = TileInstr;
   constexpr int64_t S = ei::packet_traits<T>::size;
   constexpr int64_t kTile = tile_elements<T>();
+  int n_sums = 0;
+  for (int i = 0; i < count; ++i) n_sums += program[i].kind == TileInstr::sum;
+  alignas(64) T partial[kMaxTileSums * S];
+  std::fill(partial, partial + n_sums * S, T(0));
+  int64_t flush = std::min(e1, e0 + kSumFlushTiles * kTile);
   for (int64_t start = e0; start < e1; start += kTile) {
+    if (start == flush) {
+      td::flush_sums(partial, sums, n_sums);
+      flush = std::min(e1, start + kSumFlushTiles * kTile);
+    }
     P acc[kTilePackets], b[kTilePackets];
     for (int i = 0; i < count; ++i) {
       const TileInstr& in = program[i];
@@ -182,33 +208,19 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
           break;
         }
         case tile_code(I::sum, TileOp::none, I::external, false): {
-          // The tile's packets added pairwise in T (for f32 each lane's sum of 4 elements is off
-          // by at most 2 ulp of that small sum), then converted to double once and added into the
-          // S partial sums of this sum instruction. Converting each packet before adding cost
-          // four times the conversions and double adds: 8 % of bench W1's function.
+          // The tile's packets added pairwise in T, then into this instruction's partial packet
+          // in T (converted and added into the double sums every kSumFlushTiles tiles).
           static_assert(kTilePackets == 4, "the pairwise tile sum below adds four packets");
           const P tile_sum = ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3]));
-          double* s = sums + in.index * S;
-#if defined(__GNUC__) || defined(__clang__)
-          typedef T TPacket __attribute__((vector_size(S * sizeof(T))));
-          typedef double DPacket __attribute__((vector_size(S * sizeof(double))));
-          DPacket lanes;
-          TPacket v;
-          std::memcpy(&lanes, s, sizeof lanes);
-          std::memcpy(&v, &tile_sum, sizeof v);
-          lanes += __builtin_convertvector(v, DPacket);
-          std::memcpy(s, &lanes, sizeof lanes);
-#else
-          alignas(64) T values[S];
-          ei::pstore(values, tile_sum);
-          for (int64_t l = 0; l < S; ++l) s[l] += static_cast<double>(values[l]);
-#endif
+          T* p = partial + in.index * S;
+          ei::pstore(p, ei::padd(ei::pload<P>(p), tile_sum));
           break;
         }
         default: break;
       }
     }
   }
+  td::flush_sums(partial, sums, n_sums);
 }
 
 }  // namespace fluxion::cpu
