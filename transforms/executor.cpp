@@ -418,7 +418,8 @@ void compile_tile_program(Step& step) {
   auto ready = [&](int m) {
     for (int i = 0; i < step.members[static_cast<size_t>(m)].num_inputs; ++i) {
       const int v = in_value[static_cast<size_t>(m)][static_cast<size_t>(i)];
-      if (v >= 0 && producer[static_cast<size_t>(v)] >= 0 && !done[static_cast<size_t>(producer[static_cast<size_t>(v)])]) return false;
+      const int p = v >= 0 ? producer[static_cast<size_t>(v)] : -1;
+      if (p >= 0 && !done[static_cast<size_t>(p)]) return false;
     }
     return true;
   };
@@ -438,22 +439,24 @@ void compile_tile_program(Step& step) {
     if (!step.members[static_cast<size_t>(pick)].reduce) held = out_value[static_cast<size_t>(pick)];
   }
   // The program for one member order, and whether its scratch tiles fit the step's scratch.
-  auto emit = [&](const std::vector<int>& order, std::vector<cpu::TileInstr>& program, std::vector<int64_t>& sum_accs) {
+  auto emit = [&](const std::vector<int>& sequence, std::vector<cpu::TileInstr>& program,
+                  std::vector<int64_t>& sum_accs) {
     std::vector<int> position(static_cast<size_t>(count), 0);
-    for (int q = 0; q < count; ++q) position[static_cast<size_t>(order[static_cast<size_t>(q)])] = q;
+    for (int q = 0; q < count; ++q) position[static_cast<size_t>(sequence[static_cast<size_t>(q)])] = q;
     std::vector<int> last_read(producer.size(), -1);
     std::vector<char> read_later(producer.size(), 0);  // read after the member following its producer
     for (int m = 0; m < count; ++m)
       for (int i = 0; i < step.members[static_cast<size_t>(m)].num_inputs; ++i) {
         const int v = in_value[static_cast<size_t>(m)][static_cast<size_t>(i)];
         if (v < 0) continue;
-        last_read[static_cast<size_t>(v)] = std::max(last_read[static_cast<size_t>(v)], position[static_cast<size_t>(m)]);
-        const int p = producer[static_cast<size_t>(v)];
-        if (p >= 0 && position[static_cast<size_t>(m)] > position[static_cast<size_t>(p)] + 1) read_later[static_cast<size_t>(v)] = 1;
+        const int at = position[static_cast<size_t>(m)], p = producer[static_cast<size_t>(v)];
+        last_read[static_cast<size_t>(v)] = std::max(last_read[static_cast<size_t>(v)], at);
+        if (p >= 0 && at > position[static_cast<size_t>(p)] + 1) read_later[static_cast<size_t>(v)] = 1;
       }
     // Scratch tiles for values read later, reused once their last reader has run; each block
     // slot of the step's scratch holds kBlock / tile elements of them.
-    const int max_slots = static_cast<int>(std::max<int32_t>(step.scratch_slots, 1) * (kBlock / cpu::tile_elements<float>()));
+    const int max_slots =
+        static_cast<int>(std::max<int32_t>(step.scratch_slots, 1) * (kBlock / cpu::tile_elements<float>()));
     std::vector<int32_t> slot(producer.size(), -1), free_slots;
     int slots = 0;
     int acc = -2;  // the value in the accumulator (-2: none or unnamed)
@@ -482,7 +485,7 @@ void compile_tile_program(Step& step) {
     };
     auto held = [&](int v) { return v >= 0 && v == acc; };
     for (int q = 0; q < count; ++q) {
-      const int m = order[static_cast<size_t>(q)];
+      const int m = sequence[static_cast<size_t>(q)];
       const FusedMember& member = step.members[static_cast<size_t>(m)];
       const auto& vin = in_value[static_cast<size_t>(m)];
       const FusedOperand& a = member.inputs[0];
