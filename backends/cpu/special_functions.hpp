@@ -24,8 +24,10 @@ template <class Packet> Packet exp_f32(const Packet& x) {
   const Packet shift = ei::pset1<Packet>(12582912.0f);  // 1.5 * 2^23
   const Packet t = ei::pmadd(x, ei::pset1<Packet>(1.44269504088896341f), shift);
   const Packet m = ei::psub(t, shift);
-  Packet r = ei::pmadd(m, ei::pset1<Packet>(-0.693147182464599609375f), x);  // ln 2 rounded to f32
-  r = ei::pmadd(m, ei::pset1<Packet>(1.90465429995776805e-09f), r);          // ln 2 minus that
+  // ln 2 in two parts: 0.693359375 has 9 significant bits, so m times it is exact (|m| <= 2^8)
+  // even where pmadd is a rounded multiply and add (SSE2 and AVX without FMA).
+  Packet r = ei::pmadd(m, ei::pset1<Packet>(-0.693359375f), x);
+  r = ei::pmadd(m, ei::pset1<Packet>(2.12194440054690583e-04f), r);  // 0.693359375 - ln 2
   Packet p = ei::pset1<Packet>(1.384361880e-03f);
   p = ei::pmadd(p, r, ei::pset1<Packet>(8.374184370e-03f));
   p = ei::pmadd(p, r, ei::pset1<Packet>(4.166800529e-02f));
