@@ -8,6 +8,7 @@
 namespace fluxion::cpu {
 
 /// f32 exp of a packet, branch-free, at most 1.06 ulp from the exact value over [-87, 88.72]
+/// with FMA (1.32 without, SSE2)
 /// (every float there, against double exp; Eigen 3.4's pexp: see bench/RESULTS.md). exp(x) =
 /// 2^m e^r with m = round(x log2 e) (the 1.5 * 2^23 shift leaves m in the low bits of t), r =
 /// x - m ln 2 in two parts (|r| <= ln2 / 2) and e^r a degree-6 polynomial (fitted here for
