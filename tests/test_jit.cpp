@@ -262,13 +262,17 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
   fx::set_num_threads(before);
   {
     // Members are reordered so a value's only reader runs right after it: W1's gradient reads
-    // exp(-x^2) once, in x * exp(-x^2), so that product moves up and the program has 16
-    // instructions, not 19 (keeping the group's order stores the exp and the sum before it).
+    // exp(-x^2) once, in x * exp(-x^2), so that product moves up (`mul# x0` right after `exp`;
+    // keeping the group's order stores the exp and the sum before it, 3 instructions more). Then
+    // multiplies are contracted with the negation, subtraction or addition after them.
     auto w1 = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x))); };
     fx::Tensor x = random_tensor({4099}, fx::f32, 44);
     auto exe = fx::compile_jaxpr(fx::make_jaxpr(fx::grad(w1))(x), fx::Device::cpu());
     const std::string plan = exe->describe();
-    CHECK_MESSAGE(plan.find("register program of 16 instructions") != std::string::npos, plan);
+    CHECK_MESSAGE(plan.find("register program of 13 instructions]\n  load x0; nmadd acc c; exp; mul# x0; store s0; "
+                            "load x0; tanh; store s1; nmadd acc c; madd x0 s1; sub s0; sub s0; store x1;\n") !=
+                      std::string::npos,
+                  plan);
     check_close(fx::jit(fx::grad(w1))(x), fx::grad(w1)(x));
   }
   // A member without a tile form (sin) keeps the whole group on the block path.
@@ -277,6 +281,51 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
   auto exe = fx::compile_jaxpr(fx::make_jaxpr(g)(x), fx::Device::cpu());
   CHECK(exe->describe().find("register program") == std::string::npos);
   check_close(fx::jit(g)(x), g(x));
+}
+
+TEST_CASE("jit: register programs contract multiplies into multiply-adds, rounding once") {
+  // Each form (acc b + c, acc b - c, c - acc b, and -(acc b) as -0 - acc b) with each operand
+  // source (external, scratch, literal, rank-0, the accumulator itself), in f32 and f64, over
+  // whole tiles and a remainder; against f64 (the fused rounding is the more accurate one).
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    CAPTURE(dtype);
+    auto f = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& s) {
+      fx::Tensor e = fx::exp(x);
+      fx::Tensor a = x * y + e;              // madd x, e in scratch
+      fx::Tensor b = fx::sqrt(a * a + 1.0);  // madd acc, literal
+      fx::Tensor c = 3.0 - b * s;            // nmadd rank-0, literal
+      fx::Tensor d = c * y - x;              // msub x, x
+      fx::Tensor g = -(d * e);               // -(acc e): -0 - acc e
+      return std::make_tuple(g, fx::sum(g * x - a));
+    };
+    for (int64_t n : {int64_t(64), int64_t(4099)}) {
+      CAPTURE(n);
+      fx::Tensor x = random_tensor({n}, dtype, 51), y = random_tensor({n}, dtype, 52);
+      fx::Tensor s = fx::full({}, 0.625, dtype);
+      const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(x, y, s), fx::Device::cpu())->describe();
+      for (const char* form : {"madd", "msub", "nmadd"})
+        CHECK_MESSAGE(plan.find(std::string(form) + " ") != std::string::npos, form << " in\n" << plan);
+      auto got = fx::jit(f)(x, y, s);
+      auto wide = [](const fx::Tensor& t) { return fx::lax::convert_element_type(t, fx::f64); };
+      auto want = f(wide(x), wide(y), wide(s));
+      check_within({std::get<0>(got), std::get<1>(got)}, {std::get<0>(want), std::get<1>(want)},
+                   dtype == fx::f32 ? 2e-5 : 1e-12);
+    }
+  }
+  // -(x y) contracted gives the uncontracted values bit for bit, the sign of zero products too
+  // (+0 * 1, 1 * -0, -0 * -1, 1 * 2).
+  auto neg_product = [](const fx::Tensor& x, const fx::Tensor& y) { return -(x * y); };
+  std::vector<float> xs(4096), ys(4096);
+  const float pairs[4][2] = {{0.0f, 1.0f}, {1.0f, -0.0f}, {-0.0f, -1.0f}, {1.0f, 2.0f}};
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = pairs[i % 4][0], ys[i] = pairs[i % 4][1];
+  fx::Tensor x = fx::from_vector(xs), y = fx::from_vector(ys);
+  std::vector<float> got = fx::jit(neg_product)(x, y).to_vector<float>();
+  std::vector<float> want = neg_product(x, y).to_vector<float>();
+  for (size_t i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(got[i] == want[i]);
+    CHECK(std::signbit(got[i]) == std::signbit(want[i]));
+  }
 }
 
 TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match eager") {

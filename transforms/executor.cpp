@@ -546,6 +546,7 @@ void compile_tile_program(Step& step) {
       st.finish();
       program.push_back(st);
     }
+    cpu::contract_multiply_adds(program, dtype == f64);
     return slots <= max_slots;
   };
   std::vector<int> group_order(static_cast<size_t>(count));
@@ -1341,6 +1342,11 @@ std::string Executable::describe() const {
         os << ", " << step.tiled->primitive->name << " " << step.tile_plan.m << "x" << step.tile_plan.n << " in "
            << step.tile_rows << "x" << step.tile_cols << " tiles";
       os << "]\n";
+      if (!step.program.empty() && !step.tiled) {
+        os << " ";
+        for (const cpu::TileInstr& in : step.program) os << " " << cpu::describe(in) << ";";
+        os << "\n";
+      }
     } else if (step.type == Step::kernel) {
       ++kernels;
       os << step.eqn->primitive->name << "\n";

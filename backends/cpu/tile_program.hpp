@@ -11,6 +11,8 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "backends/cpu/special_functions.hpp"
 #include "fluxion/primitive.hpp"
@@ -38,23 +40,33 @@ constexpr int64_t tile_elements() {
 /// One instruction. The accumulator tile is `acc`; the operand (`source`) is an external array
 /// (its base pointer bases[index], read at the tile's offset), a scratch tile (slot `index`), one
 /// value broadcast over the tile (`scalar`: a literal, or bases[index] when `literal` is null), or
-/// the accumulator itself. `code` (tile_code, set by finish()) is what the interpreter switches on:
-/// one indirect jump per instruction.
+/// the accumulator itself. A multiply-add (`madd`, made from a mul followed by an add or sub, see
+/// contract_multiply_adds) computes acc * operand + addend (op add), acc * operand - addend (op
+/// sub) or addend - acc * operand (op sub, reversed), rounding once; its addend is read as an
+/// operand is, from the addend_ fields (never the accumulator). `code` (tile_code, set by
+/// finish()) is what the interpreter dispatches on: one indirect jump per instruction.
 struct TileInstr {
-  enum Kind : uint8_t { load, unary, binary, store, sum } kind = load;
+  enum Kind : uint8_t { load, unary, binary, store, sum, madd } kind = load;
   enum Source : uint8_t { external, scratch, scalar, self } source = external;
   TileOp op = TileOp::none;
   bool reversed = false;  // binary: acc = op(operand, acc) instead of op(acc, operand)
+  Source addend_source = external;
   int32_t index = 0;      // external index, scratch slot, or sum: accumulator set
+  int32_t addend_index = 0;
   const void* literal = nullptr;
+  const void* addend_literal = nullptr;
   uint16_t code = 0;
   void finish();
 };
 
-/// The interpreter's case for an instruction's kind, operation, operand source and order: dense
-/// (0..38), so the switch compiles to one jump table (sparse case values made it a tree of
+/// Handlers of the interpreter (tile_code's range).
+inline constexpr int kTileCodes = 39 + 3 * 4 * 3;
+
+/// The interpreter's case for an instruction's kind, operation, operand sources and order: dense
+/// (0..kTileCodes-1), so the dispatch is one table (sparse case values made a switch a tree of
 /// compares and branches).
-constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source source, bool reversed) {
+constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source source, bool reversed,
+                             TileInstr::Source addend = TileInstr::external) {
   const int o = static_cast<int>(op), src = static_cast<int>(source);
   switch (kind) {
     case TileInstr::load: return static_cast<uint16_t>(src);                                      // 0..2
@@ -62,12 +74,17 @@ constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source 
     case TileInstr::binary:                                                                        // 8..35
       return static_cast<uint16_t>(8 + (o - static_cast<int>(TileOp::add)) * 7 + src * 2 + (reversed ? 1 : 0));
     case TileInstr::store: return source == TileInstr::scratch ? 36 : 37;
+    case TileInstr::madd: {                                                                        // 39..74
+      const int form = op == TileOp::add ? 0 : reversed ? 2 : 1;
+      return static_cast<uint16_t>(39 + form * 12 + src * 3 + static_cast<int>(addend));
+    }
     default: return 38;
   }
 }
 inline void TileInstr::finish() {
-  if (source == self) reversed = false;  // op(acc, acc) either way
-  code = tile_code(kind, op, source, reversed);
+  if (source == self && kind == binary) reversed = false;  // op(acc, acc) either way
+  if (kind == madd && op == TileOp::add) reversed = false;
+  code = tile_code(kind, op, source, reversed, addend_source);
 }
 
 namespace tile_detail {
@@ -82,21 +99,29 @@ namespace ei = Eigen::internal;
 #endif
 
 template <TileInstr::Source kSource, class T, class P>
-FLUXION_TILE_INLINE void load_operand(const TileInstr& in, char* const* bases, const T* slots, int64_t start,
-                                      const P* acc, P* out) {
+FLUXION_TILE_INLINE void load_operand(int32_t index, const void* literal, char* const* bases, const T* slots,
+                                      int64_t start, const P* acc, P* out) {
   constexpr int64_t S = ei::packet_traits<T>::size;
   if constexpr (kSource == TileInstr::external) {
-    const T* p = reinterpret_cast<const T*>(bases[in.index]) + start;
+    const T* p = reinterpret_cast<const T*>(bases[index]) + start;
     for (int k = 0; k < kTilePackets; ++k) out[k] = ei::ploadu<P>(p + k * S);
   } else if constexpr (kSource == TileInstr::scratch) {
-    const T* p = slots + in.index * tile_elements<T>();
+    const T* p = slots + index * tile_elements<T>();
     for (int k = 0; k < kTilePackets; ++k) out[k] = ei::pload<P>(p + k * S);
   } else if constexpr (kSource == TileInstr::scalar) {
-    const T v = in.literal ? *static_cast<const T*>(in.literal) : *reinterpret_cast<const T*>(bases[in.index]);
+    const T v = literal ? *static_cast<const T*>(literal) : *reinterpret_cast<const T*>(bases[index]);
     for (int k = 0; k < kTilePackets; ++k) out[k] = ei::pset1<P>(v);
   } else {
     for (int k = 0; k < kTilePackets; ++k) out[k] = acc[k];
   }
+}
+
+/// acc * b + c (form 0), acc * b - c (1) or c - acc * b (2), one rounding where the target has FMA.
+template <int kForm, class P>
+FLUXION_TILE_INLINE P madd_packet(const P& acc, const P& b, const P& c) {
+  if constexpr (kForm == 0) return ei::pmadd(acc, b, c);
+  else if constexpr (kForm == 1) return ei::pmadd(acc, b, ei::pnegate(c));
+  else return ei::pmadd(ei::pnegate(acc), b, c);
 }
 
 template <TileOp kOp, class T, class P>
@@ -138,6 +163,91 @@ inline int tile_op_arity(TileOp op) {
   }
 }
 
+/// One instruction as text, for plan dumps: `load x0` (external 0), `mul s1` (scratch tile 1),
+/// `sub# c` (reversed, a broadcast value), `mul acc`, `store s0`, `sum 0`, `madd x0 s1` (acc x0 +
+/// s1), `msub` (acc x0 - s1), `nmadd` (s1 - acc x0).
+inline std::string describe(const TileInstr& in) {
+  static const char* const kinds[] = {"load", "", "", "store", "sum", ""};
+  static const char* const ops[] = {"", "neg", "exp", "log", "sqrt", "tanh", "add", "sub", "mul", "div"};
+  std::string text = in.kind == TileInstr::unary || in.kind == TileInstr::binary ? ops[static_cast<int>(in.op)]
+                                                                                 : kinds[in.kind];
+  if (in.kind == TileInstr::unary) return text;
+  if (in.kind == TileInstr::sum) return text + " " + std::to_string(in.index);
+  auto operand = [](TileInstr::Source source, int32_t index) -> std::string {
+    switch (source) {
+      case TileInstr::external: return "x" + std::to_string(index);
+      case TileInstr::scratch: return "s" + std::to_string(index);
+      case TileInstr::scalar: return "c";
+      default: return "acc";
+    }
+  };
+  if (in.kind == TileInstr::madd)
+    return std::string(in.reversed ? "nmadd " : in.op == TileOp::add ? "madd " : "msub ") +
+           operand(in.source, in.index) + " " + operand(in.addend_source, in.addend_index);
+  return text + (in.reversed ? "# " : " ") + operand(in.source, in.index);
+}
+
+/// The target's negation of +0 as a literal addend, so that -(a b) contracted to addend - a b
+/// gives the uncontracted program's values exactly, zeros included: where pnegate flips the sign
+/// bit (SSE, AVX) that is -0, and -0 - p is -p for every p; where it computes 0 - x (Eigen 3.4's
+/// AVX-512) it is +0, and +0 - p is 0 - p. The product is rounded once either way.
+template <class T> const T* negated_zero() {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  static const T value = ei::pfirst(ei::pnegate(ei::pset1<P>(T(0))));
+  return &value;
+}
+
+/// Contracts each multiply whose product the next instruction adds or subtracts (and nothing
+/// else reads: the program would store it in between) into one multiply-add, rounding once, as
+/// compilers contract a * b + c by default (GCC's -ffp-contract=fast, XLA's CPU backend). A
+/// multiply then a negation becomes z - acc * b with z = negated_zero (one instruction, not two).
+/// W1's gradient has three of the first kind (1 - t t, x (1 - t t) + t) and one negation.
+inline void contract_multiply_adds(std::vector<TileInstr>& program, bool f64) {
+  std::vector<TileInstr> out;
+  out.reserve(program.size());
+  for (size_t i = 0; i < program.size(); ++i) {
+    const TileInstr& mul = program[i];
+    const bool product = mul.kind == TileInstr::binary && mul.op == TileOp::mul;
+    if (!product || i + 1 == program.size()) {
+      out.push_back(mul);
+      continue;
+    }
+    const TileInstr& next = program[i + 1];
+    TileInstr in = mul;
+    in.kind = TileInstr::madd;
+    if (next.kind == TileInstr::unary && next.op == TileOp::neg) {
+      in.op = TileOp::sub;
+      in.reversed = true;  // negated_zero - product
+      in.addend_source = TileInstr::scalar;
+      in.addend_literal = f64 ? static_cast<const void*>(negated_zero<double>()) : negated_zero<float>();
+    } else if (next.kind == TileInstr::binary && (next.op == TileOp::add || next.op == TileOp::sub) &&
+               next.source != TileInstr::self) {
+      in.op = next.op;
+      in.reversed = next.op == TileOp::sub && next.reversed;  // addend - product
+      in.addend_source = next.source;
+      in.addend_index = next.index;
+      in.addend_literal = next.literal;
+    } else {
+      out.push_back(mul);
+      continue;
+    }
+    in.finish();
+    out.push_back(in);
+    ++i;
+  }
+  program = std::move(out);
+}
+
+// Threaded dispatch where the compiler has labels as values (GCC, Clang): every handler ends in
+// its own indirect jump to the next instruction's handler, which the branch predictor learns per
+// handler, and there is no bounds check or jump back to a shared switch. Elsewhere, a switch.
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(FLUXION_TILE_SWITCH_DISPATCH)
+#define FLUXION_TILE_THREADED 1
+#else
+#define FLUXION_TILE_THREADED 0
+#endif
+
 /// Runs `program` over the whole tiles of elements [e0, e1) (e1 - e0 a multiple of
 /// tile_elements<T>()); `slots` holds the scratch tiles (64-byte aligned). Sum instruction k adds
 /// its accumulator tile's elements into the S = packet-size double partial sums at sums + k * S
@@ -151,75 +261,150 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   using I = TileInstr;
   constexpr int64_t S = ei::packet_traits<T>::size;
   constexpr int64_t kTile = tile_elements<T>();
+  if (count <= 0) return;
   int n_sums = 0;
   for (int i = 0; i < count; ++i) n_sums += program[i].kind == TileInstr::sum;
   alignas(64) T partial[kMaxTileSums * S];
   std::fill(partial, partial + n_sums * S, T(0));
+  const TileInstr* const program_end = program + count;
+  // Each handler: a label (threaded) or case (switch) for its code, its body, then FLUXION_TILE_NEXT.
+#if FLUXION_TILE_THREADED
+#define FLUXION_TILE_HANDLER(name, code) name:
+#define FLUXION_TILE_NEXT          \
+  if (++in == program_end) goto tile_done; \
+  goto* handlers[in->code];
+  // Indexed by tile_code (the static_asserts below check the order).
+  static const void* const handlers[] = {
+      &&load_external, &&load_scratch, &&load_scalar, &&unary_neg, &&unary_exp, &&unary_log, &&unary_sqrt,
+      &&unary_tanh,
+#define FLUXION_TILE_BINARY_LABELS(op)                                                                     \
+  &&binary_##op##_external_false, &&binary_##op##_external_true, &&binary_##op##_scratch_false,          \
+      &&binary_##op##_scratch_true, &&binary_##op##_scalar_false, &&binary_##op##_scalar_true,           \
+      &&binary_##op##_self_false,
+      FLUXION_TILE_BINARY_LABELS(add) FLUXION_TILE_BINARY_LABELS(sub) FLUXION_TILE_BINARY_LABELS(mul)
+      FLUXION_TILE_BINARY_LABELS(div)
+#undef FLUXION_TILE_BINARY_LABELS
+      &&store_scratch, &&store_external, &&sum_external,
+#define FLUXION_TILE_MADD_LABELS_B(form, b) \
+  &&madd_##form##_##b##_external, &&madd_##form##_##b##_scratch, &&madd_##form##_##b##_scalar,
+#define FLUXION_TILE_MADD_LABELS(form)                                                          \
+  FLUXION_TILE_MADD_LABELS_B(form, external) FLUXION_TILE_MADD_LABELS_B(form, scratch)          \
+  FLUXION_TILE_MADD_LABELS_B(form, scalar) FLUXION_TILE_MADD_LABELS_B(form, self)
+      FLUXION_TILE_MADD_LABELS(0) FLUXION_TILE_MADD_LABELS(1) FLUXION_TILE_MADD_LABELS(2)
+#undef FLUXION_TILE_MADD_LABELS
+#undef FLUXION_TILE_MADD_LABELS_B
+  };
+  static_assert(sizeof(handlers) / sizeof(handlers[0]) == kTileCodes, "one handler per tile_code");
+#else
+#define FLUXION_TILE_HANDLER(name, code) case code:
+#define FLUXION_TILE_NEXT break;
+#endif
   int64_t flush = std::min(e1, e0 + kSumFlushTiles * kTile);
   for (int64_t start = e0; start < e1; start += kTile) {
     if (start == flush) {
       td::flush_sums(partial, sums, n_sums);
       flush = std::min(e1, start + kSumFlushTiles * kTile);
     }
-    P acc[kTilePackets], b[kTilePackets];
-    for (int i = 0; i < count; ++i) {
-      const TileInstr& in = program[i];
-      switch (in.code) {
-#define FLUXION_TILE_LOAD(src) \
-  case tile_code(I::load, TileOp::none, I::src, false): td::load_operand<I::src>(in, bases, slots, start, acc, acc); break;
-        FLUXION_TILE_LOAD(external)
-        FLUXION_TILE_LOAD(scratch)
-        FLUXION_TILE_LOAD(scalar)
+    P acc[kTilePackets], b[kTilePackets], c[kTilePackets];
+    const TileInstr* in = program;
+#if FLUXION_TILE_THREADED
+    goto* handlers[in->code];
+    {
+#else
+    for (; in != program_end; ++in) {
+      switch (in->code) {
+#endif
+#define FLUXION_TILE_LOAD(src, code)                                                 \
+  FLUXION_TILE_HANDLER(load_##src, code)                                             \
+  static_assert(tile_code(I::load, TileOp::none, I::src, false) == (code), "order"); \
+  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, acc);                      \
+  FLUXION_TILE_NEXT
+        FLUXION_TILE_LOAD(external, 0)
+        FLUXION_TILE_LOAD(scratch, 1)
+        FLUXION_TILE_LOAD(scalar, 2)
 #undef FLUXION_TILE_LOAD
-#define FLUXION_TILE_UNARY(op)                                                                           \
-  case tile_code(I::unary, TileOp::op, I::external, false):                                               \
-    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::unary_packet<TileOp::op, T>(acc[k]);           \
-    break;
-        FLUXION_TILE_UNARY(neg)
-        FLUXION_TILE_UNARY(exp)
-        FLUXION_TILE_UNARY(log)
-        FLUXION_TILE_UNARY(sqrt)
-        FLUXION_TILE_UNARY(tanh)
+#define FLUXION_TILE_UNARY(op, code)                                                                \
+  FLUXION_TILE_HANDLER(unary_##op, code)                                                            \
+  static_assert(tile_code(I::unary, TileOp::op, I::external, false) == (code), "order");           \
+  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::unary_packet<TileOp::op, T>(acc[k]);        \
+  FLUXION_TILE_NEXT
+        FLUXION_TILE_UNARY(neg, 3)
+        FLUXION_TILE_UNARY(exp, 4)
+        FLUXION_TILE_UNARY(log, 5)
+        FLUXION_TILE_UNARY(sqrt, 6)
+        FLUXION_TILE_UNARY(tanh, 7)
 #undef FLUXION_TILE_UNARY
-#define FLUXION_TILE_BINARY_CASE(op, src, rev)                                                           \
-  case tile_code(I::binary, TileOp::op, I::src, rev):                                                     \
-    td::load_operand<I::src>(in, bases, slots, start, acc, b);                                            \
-    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::binary_packet<TileOp::op, rev>(acc[k], b[k]);   \
-    break;
-#define FLUXION_TILE_BINARY(op)                                                                          \
-  FLUXION_TILE_BINARY_CASE(op, external, false) FLUXION_TILE_BINARY_CASE(op, external, true)             \
-  FLUXION_TILE_BINARY_CASE(op, scratch, false) FLUXION_TILE_BINARY_CASE(op, scratch, true)               \
-  FLUXION_TILE_BINARY_CASE(op, scalar, false) FLUXION_TILE_BINARY_CASE(op, scalar, true)                 \
-  FLUXION_TILE_BINARY_CASE(op, self, false)
-        FLUXION_TILE_BINARY(add)
-        FLUXION_TILE_BINARY(sub)
-        FLUXION_TILE_BINARY(mul)
-        FLUXION_TILE_BINARY(div)
+#define FLUXION_TILE_BINARY_CASE(op, src, rev, code)                                                 \
+  FLUXION_TILE_HANDLER(binary_##op##_##src##_##rev, code)                                            \
+  static_assert(tile_code(I::binary, TileOp::op, I::src, rev) == (code), "order");                  \
+  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                                        \
+  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::binary_packet<TileOp::op, rev>(acc[k], b[k]); \
+  FLUXION_TILE_NEXT
+#define FLUXION_TILE_BINARY(op, first)                                                                   \
+  FLUXION_TILE_BINARY_CASE(op, external, false, first) FLUXION_TILE_BINARY_CASE(op, external, true, first + 1) \
+  FLUXION_TILE_BINARY_CASE(op, scratch, false, first + 2) FLUXION_TILE_BINARY_CASE(op, scratch, true, first + 3) \
+  FLUXION_TILE_BINARY_CASE(op, scalar, false, first + 4) FLUXION_TILE_BINARY_CASE(op, scalar, true, first + 5)   \
+  FLUXION_TILE_BINARY_CASE(op, self, false, first + 6)
+        FLUXION_TILE_BINARY(add, 8)
+        FLUXION_TILE_BINARY(sub, 15)
+        FLUXION_TILE_BINARY(mul, 22)
+        FLUXION_TILE_BINARY(div, 29)
 #undef FLUXION_TILE_BINARY
 #undef FLUXION_TILE_BINARY_CASE
-        case tile_code(I::store, TileOp::none, I::scratch, false): {
-          T* p = slots + in.index * kTile;
+        FLUXION_TILE_HANDLER(store_scratch, 36) {
+          static_assert(tile_code(I::store, TileOp::none, I::scratch, false) == 36, "order");
+          T* p = slots + in->index * kTile;
           for (int k = 0; k < kTilePackets; ++k) ei::pstore(p + k * S, acc[k]);
-          break;
         }
-        case tile_code(I::store, TileOp::none, I::external, false): {
-          T* p = reinterpret_cast<T*>(bases[in.index]) + start;
+        FLUXION_TILE_NEXT
+        FLUXION_TILE_HANDLER(store_external, 37) {
+          static_assert(tile_code(I::store, TileOp::none, I::external, false) == 37, "order");
+          T* p = reinterpret_cast<T*>(bases[in->index]) + start;
           for (int k = 0; k < kTilePackets; ++k) ei::pstoreu(p + k * S, acc[k]);
-          break;
         }
-        case tile_code(I::sum, TileOp::none, I::external, false): {
+        FLUXION_TILE_NEXT
+        FLUXION_TILE_HANDLER(sum_external, 38) {
+          static_assert(tile_code(I::sum, TileOp::none, I::external, false) == 38, "order");
           // The tile's packets added pairwise in T, then into this instruction's partial packet
           // in T (converted and added into the double sums every kSumFlushTiles tiles).
           static_assert(kTilePackets == 4, "the pairwise tile sum below adds four packets");
           const P tile_sum = ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3]));
-          T* p = partial + in.index * S;
+          T* p = partial + in->index * S;
           ei::pstore(p, ei::padd(ei::pload<P>(p), tile_sum));
-          break;
         }
+        FLUXION_TILE_NEXT
+#define FLUXION_TILE_MADD_CASE(form, bsrc, csrc, code)                                                   \
+  FLUXION_TILE_HANDLER(madd_##form##_##bsrc##_##csrc, code)                                              \
+  static_assert(tile_code(I::madd, form == 0 ? TileOp::add : TileOp::sub, I::bsrc, form == 2, I::csrc) == \
+                    (code),                                                                               \
+                "order");                                                                                 \
+  td::load_operand<I::bsrc>(in->index, in->literal, bases, slots, start, acc, b);                        \
+  td::load_operand<I::csrc>(in->addend_index, in->addend_literal, bases, slots, start, acc, c);           \
+  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::madd_packet<form>(acc[k], b[k], c[k]);            \
+  FLUXION_TILE_NEXT
+#define FLUXION_TILE_MADD_B(form, bsrc, first)                                             \
+  FLUXION_TILE_MADD_CASE(form, bsrc, external, first) FLUXION_TILE_MADD_CASE(form, bsrc, scratch, first + 1) \
+  FLUXION_TILE_MADD_CASE(form, bsrc, scalar, first + 2)
+#define FLUXION_TILE_MADD(form, first)                                                         \
+  FLUXION_TILE_MADD_B(form, external, first) FLUXION_TILE_MADD_B(form, scratch, first + 3)     \
+  FLUXION_TILE_MADD_B(form, scalar, first + 6) FLUXION_TILE_MADD_B(form, self, first + 9)
+        FLUXION_TILE_MADD(0, 39)
+        FLUXION_TILE_MADD(1, 51)
+        FLUXION_TILE_MADD(2, 63)
+#undef FLUXION_TILE_MADD
+#undef FLUXION_TILE_MADD_B
+#undef FLUXION_TILE_MADD_CASE
+#if FLUXION_TILE_THREADED
+    }
+  tile_done:;
+#else
         default: break;
       }
     }
+#endif
   }
+#undef FLUXION_TILE_HANDLER
+#undef FLUXION_TILE_NEXT
   td::flush_sums(partial, sums, n_sums);
 }
 
