@@ -117,6 +117,7 @@ struct Tanh {
   }
   template <class A> static auto array(const A& a) {
     if constexpr (std::is_same_v<typename A::Scalar, double>) return a.unaryExpr(TanhF64<double>());
+    else if constexpr (std::is_same_v<typename A::Scalar, float>) return a.unaryExpr(cpu::TanhF32());
     else return a.tanh();
   }
   template <class T> static T reference(T x) { return T(std::tanh(LD(x))); }

@@ -63,6 +63,37 @@ template <class Packet> Packet exp_f32(const Packet& x) {
   return ei::pmax(x, out);
 }
 
+/// f32 tanh of a packet: x P(x²) / Q(x²) on x clamped to [-8.6, 8.6] (beyond, tanh rounds to
+/// ±1), P of degree 6 and Q of degree 3 with Q(0) = 1, fitted here (near-minimax in relative
+/// error, linearised with Lawson weights: 6e-9 before f32 rounding). Measured against double tanh
+/// over every float: at most 5.03 ulp with FMA (Eigen 3.4's ptanh: 4.90), 5.87 with SSE2 (Eigen:
+/// 6.40) on every 7th. 14 vector instructions, no select: tiny x gives x P(0) / 1 = x (P(0)
+/// rounds to 1), -0 stays -0, and the clamps keep NaN (pmax and pmin return their first operand
+/// when it is NaN). Eigen's needs 18 on AVX-512, its tiny-x select going through a vector mask.
+template <class Packet> Packet tanh_f32(const Packet& x0) {
+  namespace ei = Eigen::internal;
+  const Packet x = ei::pmin(ei::pmax(x0, ei::pset1<Packet>(-8.6f)), ei::pset1<Packet>(8.6f));
+  const Packet z = ei::pmul(x, x);
+  Packet p = ei::pset1<Packet>(-9.6115623812e-14f);
+  p = ei::pmadd(p, z, ei::pset1<Packet>(5.6945522645e-11f));
+  p = ei::pmadd(p, z, ei::pset1<Packet>(-2.1056000407e-08f));
+  p = ei::pmadd(p, z, ei::pset1<Packet>(1.1353230434e-05f));
+  p = ei::pmadd(p, z, ei::pset1<Packet>(3.1226856791e-03f));
+  p = ei::pmadd(p, z, ei::pset1<Packet>(1.3100704118e-01f));
+  p = ei::pmadd(p, z, ei::pset1<Packet>(9.9999999597e-01f));
+  Packet q = ei::pset1<Packet>(2.5735826935e-04f);
+  q = ei::pmadd(q, z, ei::pset1<Packet>(2.4569527962e-02f));
+  q = ei::pmadd(q, z, ei::pset1<Packet>(4.6434033526e-01f));
+  q = ei::pmadd(q, z, ei::pset1<Packet>(1.0f));
+  return ei::pdiv(ei::pmul(x, p), q);
+}
+
+/// tanh as an Eigen functor: packets take tanh_f32, single elements std::tanh (as exp's do).
+struct TanhF32 {
+  float operator()(float x) const { return std::tanh(x); }
+  template <class Packet> Packet packetOp(const Packet& x) const { return tanh_f32(x); }
+};
+
 /// exp with an exact 0 where the result underflows (below `lowest`). f32 packets take exp_f32
 /// (the edges handled there, no branch). For f64, Eigen's vectorised exp clamps its argument
 /// (exp(-inf) would be ~1e-308, not 0), so lanes below `lowest` are cleared; one test per packet,
@@ -134,6 +165,9 @@ template <class T> struct functor_traits<fluxion::cpu::ExpFlushToZero<T>> {
     Cost = functor_traits<scalar_exp_op<T>>::Cost + 2 * NumTraits<T>::AddCost,
     PacketAccess = functor_traits<scalar_exp_op<T>>::PacketAccess,
   };
+};
+template <> struct functor_traits<fluxion::cpu::TanhF32> {
+  enum { Cost = 14 * NumTraits<float>::MulCost, PacketAccess = packet_traits<float>::HasDiv };
 };
 template <class T> struct functor_traits<fluxion::cpu::TanhF64<T>> {
   enum { Cost = functor_traits<scalar_exp_op<T>>::Cost + 30 * NumTraits<T>::MulCost, PacketAccess = packet_traits<T>::HasExp };

@@ -131,7 +131,7 @@ FLUXION_TILE_INLINE P unary_packet(const P& x) {
   else if constexpr (kOp == TileOp::log) return ei::plog(x);
   else if constexpr (kOp == TileOp::sqrt) return ei::psqrt(x);
   else if constexpr (std::is_same_v<T, double>) return TanhF64<T>().packetOp(x);
-  else return ei::ptanh(x);
+  else return tanh_f32(x);
 }
 
 template <TileOp kOp, bool kReversed, class P>
