@@ -202,7 +202,7 @@ template <class T> const T* negated_zero() {
 /// else reads: the program would store it in between) into one multiply-add, rounding once, as
 /// compilers contract a * b + c by default (GCC's -ffp-contract=fast, XLA's CPU backend). A
 /// multiply then a negation becomes z - acc * b with z = negated_zero (one instruction, not two).
-/// W1's gradient has three of the first kind (1 - t t, x (1 - t t) + t) and one negation.
+/// W1's gradient has two of the first kind (1 - t t, x (1 - t t) + t) and one negation (-(x x)).
 inline void contract_multiply_adds(std::vector<TileInstr>& program, bool f64) {
   std::vector<TileInstr> out;
   out.reserve(program.size());
@@ -317,7 +317,7 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
 #define FLUXION_TILE_LOAD(src, code)                                                 \
   FLUXION_TILE_HANDLER(load_##src, code)                                             \
   static_assert(tile_code(I::load, TileOp::none, I::src, false) == (code), "order"); \
-  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, acc);                      \
+  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, acc);  \
   FLUXION_TILE_NEXT
         FLUXION_TILE_LOAD(external, 0)
         FLUXION_TILE_LOAD(scratch, 1)
@@ -337,13 +337,16 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
 #define FLUXION_TILE_BINARY_CASE(op, src, rev, code)                                                 \
   FLUXION_TILE_HANDLER(binary_##op##_##src##_##rev, code)                                            \
   static_assert(tile_code(I::binary, TileOp::op, I::src, rev) == (code), "order");                  \
-  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                                        \
+  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                    \
   for (int k = 0; k < kTilePackets; ++k) acc[k] = td::binary_packet<TileOp::op, rev>(acc[k], b[k]); \
   FLUXION_TILE_NEXT
 #define FLUXION_TILE_BINARY(op, first)                                                                   \
-  FLUXION_TILE_BINARY_CASE(op, external, false, first) FLUXION_TILE_BINARY_CASE(op, external, true, first + 1) \
-  FLUXION_TILE_BINARY_CASE(op, scratch, false, first + 2) FLUXION_TILE_BINARY_CASE(op, scratch, true, first + 3) \
-  FLUXION_TILE_BINARY_CASE(op, scalar, false, first + 4) FLUXION_TILE_BINARY_CASE(op, scalar, true, first + 5)   \
+  FLUXION_TILE_BINARY_CASE(op, external, false, first)                  \
+  FLUXION_TILE_BINARY_CASE(op, external, true, first + 1)               \
+  FLUXION_TILE_BINARY_CASE(op, scratch, false, first + 2)               \
+  FLUXION_TILE_BINARY_CASE(op, scratch, true, first + 3)                \
+  FLUXION_TILE_BINARY_CASE(op, scalar, false, first + 4)                \
+  FLUXION_TILE_BINARY_CASE(op, scalar, true, first + 5)                 \
   FLUXION_TILE_BINARY_CASE(op, self, false, first + 6)
         FLUXION_TILE_BINARY(add, 8)
         FLUXION_TILE_BINARY(sub, 15)
@@ -383,7 +386,8 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   for (int k = 0; k < kTilePackets; ++k) acc[k] = td::madd_packet<form>(acc[k], b[k], c[k]);            \
   FLUXION_TILE_NEXT
 #define FLUXION_TILE_MADD_B(form, bsrc, first)                                             \
-  FLUXION_TILE_MADD_CASE(form, bsrc, external, first) FLUXION_TILE_MADD_CASE(form, bsrc, scratch, first + 1) \
+  FLUXION_TILE_MADD_CASE(form, bsrc, external, first)                                      \
+  FLUXION_TILE_MADD_CASE(form, bsrc, scratch, first + 1)                                   \
   FLUXION_TILE_MADD_CASE(form, bsrc, scalar, first + 2)
 #define FLUXION_TILE_MADD(form, first)                                                         \
   FLUXION_TILE_MADD_B(form, external, first) FLUXION_TILE_MADD_B(form, scratch, first + 3)     \
