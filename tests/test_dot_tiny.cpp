@@ -320,3 +320,100 @@ TEST_CASE("threads: OpenBLAS stays on the calling thread; large products on more
   }
   fx::set_num_threads(before);
 }
+
+TEST_CASE("threads: large matrix-vector products are split by slices of the result, every layout and dtype") {
+  // gemm.hpp's gemv: rows of a (y = a x) or its columns (y = a^T x) per thread, from kParallelGemv
+  // matrix elements on; fewer than 2 * kGemvSlice results stay on one thread.
+  const int before = fx::num_threads();
+  struct Shape {
+    int64_t m, k;
+  };
+  // 700 x 300 and 37 x 4000 are split (37: slices of 16 and 21); 20 x 7000 has too few results.
+  const Shape shapes[] = {{700, 300}, {37, 4000}, {20, 7000}, {300, 700}};
+  static_assert(700 * 300 >= fx::cpu::gemm_detail::kParallelGemv);
+  for (const Shape& sh : shapes) {
+    for (int lhs_is_vector : {0, 1}) {
+      for (int mat_transposed : {0, 1}) {
+        // The matrix is stored [m, k] or [k, m]; the vector has k elements; the result m.
+        const int64_t m = sh.m, k = sh.k;
+        const Dims mat = mat_transposed ? Dims{k, m} : Dims{m, k}, vec{k};
+        const int64_t mat_contract = mat_transposed ? 0 : 1;
+        Dims ls = lhs_is_vector ? vec : mat, rs = lhs_is_vector ? mat : vec;
+        fx::AxisPair contract = lhs_is_vector ? fx::AxisPair{{0}, {mat_contract}} : fx::AxisPair{{mat_contract}, {0}};
+        auto check = [&](auto zero) {
+          using T = decltype(zero);
+          const size_t bytes = sizeof(T);
+          CAPTURE(m);
+          CAPTURE(k);
+          CAPTURE(lhs_is_vector);
+          CAPTURE(mat_transposed);
+          CAPTURE(bytes);
+          std::vector<T> a(static_cast<size_t>(m * k)), x(static_cast<size_t>(k));
+          for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(std::is_integral_v<T> ? int64_t(i * 7919 % 23) - 11 : std::sin(0.37 * double(i)));
+          for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(std::is_integral_v<T> ? int64_t(i % 5) - 2 : std::cos(0.11 * double(i)));
+          const T* l = lhs_is_vector ? x.data() : a.data();
+          const T* r = lhs_is_vector ? a.data() : x.data();
+          std::vector<T> want(static_cast<size_t>(m));
+          fx::reference::dot_general(l, ls, r, rs, contract, {}, want.data());
+          for (int threads : {2, 1}) {
+            CAPTURE(threads);
+            fx::set_num_threads(threads);
+            std::vector<T> got(static_cast<size_t>(m), T(-1));
+            fx::cpu::gemm_detail::general_dot_general(l, ls, r, rs, contract, {}, got.data());
+            double worst = 0, scale = 0;
+            for (size_t i = 0; i < got.size(); ++i) {
+              worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+              scale = std::max(scale, std::fabs(double(want[i])));
+            }
+            if constexpr (std::is_integral_v<T>) CHECK(worst == 0);
+            else CHECK(worst <= (sizeof(T) == 4 ? 1e-4 : 1e-12) * std::max(scale, 1.0) * std::sqrt(double(k)));
+          }
+        };
+        check(0.0), check(0.0f), check(int32_t{0});
+      }
+    }
+  }
+  fx::set_num_threads(before);
+}
+
+TEST_CASE("f32 products through oneDNN (when linked): every transpose pair, 1 and 2 threads") {
+  // strided_gemm sends f32 products of kDnnlWork multiply-adds and more to oneDNN's row-major
+  // sgemm: its 'N'/'T' flags and leading dims must mean what ours do. (Leading dims wider than
+  // the rows: the tiled products of test_jit, whose tiles write into wider rows.)
+  const int before = fx::num_threads();
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // 48^3 is just above kDnnlWork, 160 x 160 x 170 is "large" (num_threads() threads), 16^3 stays on Eigen.
+  const Shape shapes[] = {{48, 48, 48}, {37, 90, 41}, {160, 160, 170}, {16, 16, 16}};
+  static_assert(48.0 * 48 * 48 >= fx::cpu::gemm_detail::kDnnlWork && 16.0 * 16 * 16 < fx::cpu::gemm_detail::kDnnlWork);
+  for (const Shape& s : shapes) {
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        CAPTURE(s.m);
+        CAPTURE(s.n);
+        CAPTURE(s.k);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        // lhs stored [m, k] (or [k, m]: read transposed), rhs [k, n] (or [n, k]).
+        const Dims ls = ta ? Dims{s.k, s.m} : Dims{s.m, s.k}, rs = tb ? Dims{s.n, s.k} : Dims{s.k, s.n};
+        const fx::AxisPair contract{{ta ? 0 : 1}, {tb ? 1 : 0}};
+        std::vector<float> a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n));
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(std::sin(0.37 * double(i)));
+        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(std::cos(0.11 * double(i)));
+        std::vector<float> want(static_cast<size_t>(s.m * s.n));
+        fx::reference::dot_general(a.data(), ls, b.data(), rs, contract, {}, want.data());
+        for (int threads : {2, 1}) {
+          CAPTURE(threads);
+          fx::set_num_threads(threads);
+          std::vector<float> got(want.size(), -7.0f);
+          fx::cpu::gemm_detail::general_dot_general(a.data(), ls, b.data(), rs, contract, {}, got.data());
+          double worst = 0;
+          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+          CHECK(worst < 1e-5 * double(s.k));
+        }
+      }
+    }
+  }
+  fx::set_num_threads(before);
+}

@@ -1,8 +1,9 @@
 /// CPU dot_general: operands viewed as per-batch row-major matrices (copied into that layout only
-/// when their dims are not already in it), then one GEMM / GEMV / dot per batch: Eigen's, on
-/// num_threads() threads for large products, or, on one thread, OpenBLAS's for the large f32/f64
+/// when their dims are not already in it), then one GEMM / GEMV / dot per batch: f32 GEMMs through
+/// oneDNN's sgemm when it is linked (FLUXION_DNNL), the others through Eigen's product, on
+/// num_threads() threads for large products, or, on one thread, OpenBLAS's for the large f64
 /// GEMMs where it is faster (FLUXION_BLAS; the thresholds below come from bench/RESULTS.md,
-/// "Memory and GEMM").
+/// "Memory and GEMM" and "oneDNN's sgemm").
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -15,6 +16,9 @@
 
 #if FLUXION_WITH_BLAS
 #include <cblas.h>
+#endif
+#if FLUXION_WITH_DNNL
+#include <dnnl.h>
 #endif
 #ifdef _OPENMP
 #include <omp.h>
@@ -145,36 +149,102 @@ void eigen_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
   MutableStridedMap<A>(c, m, n, sc).noalias() = lhs * rhs;
 }
 
-/// blas_product's product, m, n, k >= 1. Large products (kLargeWork) run through OpenBLAS when
-/// blas_for() says so, else through Eigen's product on num_threads() threads; smaller ones
-/// through Eigen on the calling thread.
+/// Multiply-adds (m*n*k) from which an f32 product goes to oneDNN's sgemm: its AVX-512 kernels
+/// were 1.1-1.6x Eigen's from 48^3 up, on one and two threads (bench/RESULTS.md, "oneDNN's
+/// sgemm"); at 32^3 its call cost more than Eigen's whole product.
+inline constexpr double kDnnlWork = 1 << 16;
+
+/// blas_product's product through oneDNN's sgemm on `threads` threads (its OpenMP runtime is the
+/// team the fused groups and Eigen's products use); false (nothing done) unless `A` is float,
+/// oneDNN is linked and the product has kDnnlWork multiply-adds.
+template <bool TransA, bool TransB, class A>
+bool dnnl_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                  int64_t k, int threads) {
+#if FLUXION_WITH_DNNL
+  if constexpr (std::is_same_v<A, float>) {
+    if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kDnnlWork) return false;
+    ProductThreads team(threads);
+    return dnnl_sgemm(TransA ? 'T' : 'N', TransB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) ==
+           dnnl_success;
+  }
+#endif
+  (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k, (void)threads;
+  return false;
+}
+
+/// blas_product's product, m, n, k >= 1. Large products (kLargeWork) run on num_threads()
+/// threads, smaller ones on the calling thread: f32 through oneDNN when dnnl_product takes it,
+/// else through OpenBLAS when blas_for() says so (large ones), else through Eigen's product.
 template <bool TransA, bool TransB, class A>
 void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
   const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
+  const int threads = large ? num_threads() : 1;
+  if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads)) return;
   if (large && blas_for(m, n, k) && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
-  eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, large ? num_threads() : 1);
+  eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads);
 }
 
-/// y = op(a) x for a matrix `a` stored rows x cols (row-major) through cblas when OpenBLAS should
-/// run it; false (nothing done) otherwise.
+/// y = op(a) x on the calling thread, for a matrix `a` of rows x cols stored row-major with
+/// leading dim lda (op(a) = a^T when `trans`): through cblas when OpenBLAS is usable and the
+/// matrix has kLargeGemv elements, else through Eigen.
 template <class A>
-bool blas_gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A* y) {
+void gemv_on_caller(bool trans, const A* a, int64_t lda, int64_t rows, int64_t cols, const A* x, A* y) {
 #if FLUXION_WITH_BLAS
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
-    if (static_cast<double>(rows) * static_cast<double>(cols) < kLargeGemv) return false;
-    if (rows > INT_MAX || cols > INT_MAX || !blas_usable()) return false;
-    num_threads();  // OpenBLAS is set to one thread before its first call
-    const auto t = trans ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<A, float>)
-      cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, a, int(cols), x, 1, 0.0f, y, 1);
-    else
-      cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, a, int(cols), x, 1, 0.0, y, 1);
-    return true;
+    if (static_cast<double>(rows) * static_cast<double>(cols) >= kLargeGemv &&
+        std::max({rows, cols, lda}) <= INT_MAX && blas_usable()) {
+      num_threads();  // OpenBLAS is set to one thread before its first call
+      const auto t = trans ? CblasTrans : CblasNoTrans;
+      if constexpr (std::is_same_v<A, float>)
+        cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, a, int(lda), x, 1, 0.0f, y, 1);
+      else
+        cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, a, int(lda), x, 1, 0.0, y, 1);
+      return;
+    }
   }
 #endif
-  (void)trans, (void)a, (void)rows, (void)cols, (void)x, (void)y;
-  return false;
+  const StridedMap<A> m(a, rows, cols, Eigen::OuterStride<>(lda));
+  if (trans) Eigen::Map<RowVec<A>>(y, cols).noalias() = Eigen::Map<const RowVec<A>>(x, rows) * m;
+  else Eigen::Map<ColVec<A>>(y, rows).noalias() = m * Eigen::Map<const ColVec<A>>(x, cols);
+}
+
+/// Matrix elements (rows*cols) from which a matrix-vector product is split over num_threads()
+/// threads. Both libraries' GEMVs run on one thread here (OpenBLAS is kept single-threaded, see
+/// kLargeWork), and a GEMV is bound by reading the matrix: each thread reading its own part
+/// nearly halves the time on 2 cores (bench W5's logreg hvp: three 1000 x 1000 f64 GEMVs).
+inline constexpr double kParallelGemv = 1 << 17;
+/// Fewest elements of y a thread computes: slices start on 64-byte lines of f32.
+inline constexpr int64_t kGemvSlice = 16;
+
+/// y = op(a) x for a matrix `a` of rows x cols stored row-major (contiguous): large ones are split
+/// by slices of y over num_threads() threads (rows of `a`, or its columns when `trans`); each
+/// element of y is summed in the same order as on one thread.
+template <class A>
+void gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A* y) {
+  const int64_t outputs = trans ? cols : rows;
+  int threads = 1;
+#ifdef _OPENMP
+  if (static_cast<double>(rows) * static_cast<double>(cols) >= kParallelGemv && !omp_in_parallel())
+    threads = static_cast<int>(std::min<int64_t>(num_threads(), outputs / kGemvSlice));
+#endif
+  if (threads <= 1) {
+    gemv_on_caller(trans, a, cols, rows, cols, x, y);
+    return;
+  }
+#ifdef _OPENMP
+  const int64_t slices = (outputs + kGemvSlice - 1) / kGemvSlice;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t lo = std::min(outputs, slices * t / nt * kGemvSlice);
+    const int64_t hi = std::min(outputs, slices * (t + 1) / nt * kGemvSlice);
+    if (hi > lo) {
+      if (trans) gemv_on_caller(true, a + lo, cols, rows, hi - lo, x, y + lo);
+      else gemv_on_caller(false, a + lo * cols, cols, hi - lo, cols, x, y + lo);
+    }
+  }
+#endif
 }
 
 /// c = op(a) op(b) for a long thin product with a tiny inner product: N result columns and K
@@ -367,13 +437,11 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
     if (m == 1 && n == 1) {  // vector . vector (both blocks are plain k-vectors)
       ci[0] = Eigen::Map<const ColVec<A>>(ai, k).dot(Eigen::Map<const ColVec<A>>(bi, k));
     } else if (n == 1) {  // matrix * vector: GEMV (the lhs is stored m x k, or k x m when TransA)
-      if (!blas_gemv(TransA, ai, TransA ? k : m, TransA ? m : k, bi, ci))
-        Eigen::Map<ColVec<A>>(ci, m).noalias() = lhs_matrix<TransA>(ai, m, k) * Eigen::Map<const ColVec<A>>(bi, k);
+      gemv(TransA, ai, TransA ? k : m, TransA ? m : k, bi, ci);
     } else if (k == 1) {  // outer product (per-example gradients of vmap(grad)): no packing
       Eigen::Map<RowMajorMat<A>>(ci, m, n).noalias() = Eigen::Map<const ColVec<A>>(ai, m) * Eigen::Map<const RowVec<A>>(bi, n);
     } else if (m == 1) {  // vector * matrix: c = op(b)^T a (the rhs is stored k x n, or n x k when TransB)
-      if (!blas_gemv(!TransB, bi, TransB ? n : k, TransB ? k : n, ai, ci))
-        Eigen::Map<RowVec<A>>(ci, n).noalias() = Eigen::Map<const RowVec<A>>(ai, k) * rhs_matrix<TransB>(bi, k, n);
+      gemv(!TransB, bi, TransB ? n : k, TransB ? k : n, ai, ci);
     } else {
       gemm<TransA, TransB>(ai, bi, ci, m, n, k);
     }
@@ -578,7 +646,8 @@ inline MatrixView matrix_view(const std::vector<int64_t>& ls, const std::vector<
 }
 
 /// c = rows [r0, r1) x columns [c0, c1) of the product `v` (leading dim ldc), on the calling
-/// thread: OpenBLAS when usable and the tile is not skinny, else Eigen's product on one thread.
+/// thread: oneDNN for f32 when dnnl_product takes it, else OpenBLAS when usable and the tile is
+/// not skinny, else Eigen's product.
 template <bool TransA, bool TransB, class A>
 void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                   A* c, int64_t ldc) {
@@ -586,6 +655,7 @@ void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, i
   const A* a = lhs + (TransA ? r0 : r0 * k);
   const A* b = rhs + (TransB ? c0 * k : c0);
   const int64_t lda = TransA ? v.m : k, ldb = TransB ? k : v.n;
+  if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, 1)) return;
   if (std::min(m, n) > kEigenSkinny && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
   eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, 1);
 }
