@@ -2,6 +2,7 @@
 // (any dtype to any dtype; float -> int saturates and maps NaN to 0, like detail::convert_scalar).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -120,6 +121,12 @@ void convert_elements(const void* in, DType from, void* out, DType to, int64_t n
         y = x != From(0);
       } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
         saturating_float_to_int<To, From>(x, y);
+      } else if constexpr (std::is_same_v<From, bool>) {
+        // Masks to numbers (relu derivatives): Eigen 3.4 has no packet cast from bool and runs
+        // this one element at a time; the bytes (0 or 1) widened in a plain loop vectorise.
+        const auto* bytes = static_cast<const uint8_t*>(in);
+        To* dst = static_cast<To*>(out);
+        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<To>(bytes[i]);
       } else {
         y = x.template cast<To>();
       }
