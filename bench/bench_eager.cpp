@@ -460,6 +460,7 @@ int main(int argc, char** argv) {
   register_gemm_shape<float>(2048, 32, 1);
   register_gemm_shape<float>(1024, 1024, 1);
   register_gemm_shape<double>(1000, 1000, 1000);
+  register_gemm_shape<double>(1000, 1000, 1);  // the GEMVs of W5's logreg hvp: split over the threads
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

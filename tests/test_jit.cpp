@@ -585,6 +585,28 @@ TEST_CASE("jit: a large product read only by one fused group is computed by tile
   check_close(std::get<1>(got), std::get<1>(want));
 }
 
+TEST_CASE("jit: a tiled product's few tiles split evenly over the threads") {
+  // W8's objective at d=64, K=5: a 1000 x 320 product read by a sum of squares. Tiles of at most
+  // 2^17 elements make 3 of 334 rows; on 2 threads (2 + 1 tiles) it ran as slowly as on one, so
+  // the plan cuts 4 of 250 rows there. Values equal on both.
+  fx::Tensor x = random_tensor({1000, 64}, fx::f64, 46), w = random_tensor({64, 320}, fx::f64, 47);
+  auto f = [](const fx::Tensor& a, const fx::Tensor& b) {
+    fx::Tensor p = fx::matmul(a, b) - 0.25;
+    return fx::sum(p * p, {1});
+  };
+  const int before = fx::num_threads();
+  for (int threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    fx::set_num_threads(threads);
+    const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(x, w), fx::Device::cpu())->describe();
+    const char* want = threads == 1 ? "1000x320 in 334x320 tiles" : threads == 2 ? "1000x320 in 250x320 tiles"
+                                                                                : "1000x320 in 334x320 tiles";
+    CHECK_MESSAGE(plan.find(want) != std::string::npos, plan);
+    check_within({fx::jit(f)(x, w)}, {f(x, w)}, 1e-12);
+  }
+  fx::set_num_threads(before);
+}
+
 TEST_CASE("jit: intermediate buffers are reused by liveness") {
   // Ten matrix products in a chain: only two intermediates are live at any time.
   auto f = [](const fx::Tensor& a) {
