@@ -204,9 +204,14 @@ void gemv_on_caller(bool trans, const A* a, int64_t lda, int64_t rows, int64_t c
     }
   }
 #endif
-  const StridedMap<A> m(a, rows, cols, Eigen::OuterStride<>(lda));
-  if (trans) Eigen::Map<RowVec<A>>(y, cols).noalias() = Eigen::Map<const RowVec<A>>(x, rows) * m;
-  else Eigen::Map<ColVec<A>>(y, rows).noalias() = m * Eigen::Map<const ColVec<A>>(x, cols);
+  auto product = [&](const auto& m) {
+    if (trans) Eigen::Map<RowVec<A>>(y, cols).noalias() = Eigen::Map<const RowVec<A>>(x, rows) * m;
+    else Eigen::Map<ColVec<A>>(y, rows).noalias() = m * Eigen::Map<const ColVec<A>>(x, cols);
+  };
+  // A compile-time contiguous map where it is one: Eigen's GEMV on the strided map took
+  // 8.7 against 5.9 us for 2048 x 32 (f32).
+  if (lda == cols) product(Eigen::Map<const RowMajorMat<A>>(a, rows, cols));
+  else product(StridedMap<A>(a, rows, cols, Eigen::OuterStride<>(lda)));
 }
 
 /// Matrix elements (rows*cols) from which a matrix-vector product is split over num_threads()
