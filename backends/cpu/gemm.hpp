@@ -224,7 +224,7 @@ inline constexpr int64_t kGemvSlice = 16;
 
 /// y = op(a) x for a matrix `a` of rows x cols stored row-major (contiguous): large ones are split
 /// by slices of y over num_threads() threads (rows of `a`, or its columns when `trans`); each
-/// element of y is summed in the same order as on one thread.
+/// element of y is one thread's whole sum (no partial sums are combined across threads).
 template <class A>
 void gemv(bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A* y) {
   const int64_t outputs = trans ? cols : rows;
