@@ -1,8 +1,8 @@
 /// CPU dot_general: operands viewed as per-batch row-major matrices (copied into that layout only
 /// when their dims are not already in it), then one GEMM / GEMV / dot per batch: f32 GEMMs through
 /// oneDNN's sgemm when it is linked (FLUXION_DNNL), the others through Eigen's product, on
-/// num_threads() threads for large products, or, on one thread, OpenBLAS's for the large f64
-/// GEMMs where it is faster (FLUXION_BLAS; the thresholds below come from bench/RESULTS.md,
+/// num_threads() threads for large products, or, on one thread, OpenBLAS's for the large GEMMs
+/// that oneDNN does not take, where it is faster (FLUXION_BLAS; the thresholds below come from bench/RESULTS.md,
 /// "Memory and GEMM" and "oneDNN's sgemm").
 #pragma once
 #include <Eigen/Core>
