@@ -802,7 +802,7 @@ TEST_CASE("ops: exp near overflow and underflow, vectorised and scalar: finite w
     }
   };
   check(0.0f, {88.5, 88.7, 88.72, 88.75, 89.0, 100.0, -150.0, 3.0});
-  check(0.0, {709.5, 709.7, 709.78, 709.8, 710.0, 1000.0, -1000.0, 3.0});
+  check(0.0, {709.5, 709.7, 709.78, 709.8, 710.0, 1000.0, -1000.0, 3.0, -707.5, -5000.0});
 }
 
 /// The largest distance of got[i] from want(in[i]) (in double), in ulps of the float nearest the
