@@ -417,3 +417,61 @@ TEST_CASE("f32 products through oneDNN (when linked): every transpose pair, 1 an
   }
   fx::set_num_threads(before);
 }
+
+namespace {
+
+/// product_tile on f64 (panel_product up to kPanelMaxK, Eigen's product above) in the layout
+/// <TransA, TransB>: tiles [r0, r1) x [c0, c1) of an m x n x k product written into a buffer with
+/// wider rows equal the reference's, and the buffer's other elements are left alone.
+template <bool TransA, bool TransB>
+void check_product_tiles() {
+  using fx::cpu::gemm_detail::kPanelMaxK;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // Row counts around the register block's rows, column counts around a panel's 32 (AVX-512),
+  // contractions of 1, odd ones, kPanelMaxK and one above it (Eigen's product).
+  const Shape shapes[] = {{1, 1, 1}, {13, 33, 7}, {143, 95, 64}, {25, 64, kPanelMaxK}, {11, 40, kPanelMaxK + 1}, {7, 5, 3}};
+  for (const Shape& s : shapes) {
+    const Dims ls = TransA ? Dims{s.k, s.m} : Dims{s.m, s.k}, rs = TransB ? Dims{s.n, s.k} : Dims{s.k, s.n};
+    const fx::AxisPair contract{{TransA ? 0 : 1}, {TransB ? 1 : 0}};
+    const std::vector<double> a = values<double>(s.m * s.k, 5), b = values<double>(s.k * s.n, 6);
+    std::vector<double> want(static_cast<size_t>(s.m * s.n)), scale(want.size());
+    fx::reference::dot_general(a.data(), ls, b.data(), rs, contract, {}, want.data());
+    // Rounding is relative to the sum of |terms|: the product of |a| and |b|.
+    std::vector<double> a_abs(a), b_abs(b);
+    for (double& x : a_abs) x = std::fabs(x);
+    for (double& x : b_abs) x = std::fabs(x);
+    fx::reference::dot_general(a_abs.data(), ls, b_abs.data(), rs, contract, {}, scale.data());
+    fx::cpu::gemm_detail::MatrixView v;
+    v.ok = true, v.trans_a = TransA, v.trans_b = TransB, v.m = s.m, v.n = s.n, v.k = s.k;
+    // The whole product, then a tile that starts inside it, each into rows 3 wider than the tile.
+    const int64_t tiles[2][4] = {{0, s.m, 0, s.n}, {s.m / 3, s.m, s.n / 2, s.n}};
+    for (const auto& t : tiles) {
+      const int64_t rows = t[1] - t[0], cols = t[3] - t[2], ld = cols + 3;
+      std::vector<double> got(static_cast<size_t>(rows * ld + 5), -99.0);
+      fx::cpu::gemm_detail::product_tile<TransA, TransB>(v, a.data(), b.data(), t[0], t[1], t[2], t[3], got.data(), ld);
+      std::string bad;
+      for (int64_t i = 0; i < rows && bad.empty(); ++i)
+        for (int64_t j = 0; j < ld && bad.empty(); ++j) {
+          const double g = got[static_cast<size_t>(i * ld + j)];
+          const size_t at = static_cast<size_t>((t[0] + i) * s.n + t[2] + std::min(j, cols - 1));
+          if (j >= cols ? g != -99.0 : std::fabs(g - want[at]) > 1e-14 * (1 + scale[at]))
+            bad = "at row " + std::to_string(i) + " column " + std::to_string(j);
+        }
+      for (size_t i = static_cast<size_t>(rows * ld); i < got.size() && bad.empty(); ++i)
+        if (got[i] != -99.0) bad = "past the tile";
+      CHECK_MESSAGE(bad.empty(), "m=", s.m, " n=", s.n, " k=", s.k, " tile rows ", t[0], "..", t[1], " columns ", t[2], "..",
+                    t[3], " TransA=", TransA, " TransB=", TransB, ": ", bad);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("f64 product tiles through the register panels: every layout, tiles inside wider rows, k up to and past kPanelMaxK") {
+  check_product_tiles<false, false>();
+  check_product_tiles<false, true>();
+  check_product_tiles<true, false>();
+  check_product_tiles<true, true>();
+}

@@ -624,6 +624,60 @@ void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* 
   }
 }
 
+/// Contraction lengths up to which a product tile of a floating type oneDNN does not take (f64)
+/// runs through panel_product rather than Eigen's blocked product: measured on tiles of
+/// 250 x 320 and 143 x 915 (bench W8's), the panels ran at 0.66-0.83x Eigen's time for k of 8 to
+/// 32 and 0.94-0.97x at 64 and 128, before counting the zero fill Eigen's product does first
+/// (8 % of the W8 objective at d = 64); from k = 256 the two were equal or Eigen faster.
+inline constexpr int64_t kPanelMaxK = 128;
+
+/// Rows and packets of panel_product's register block: as many accumulators as 3/4 of the
+/// vector registers hold (6 x 4 with AVX-512's 32 registers, 3 x 4 with 16), the rest for one
+/// packed row of b and the broadcast element of a.
+inline constexpr int kPanelPackets = 4;
+inline constexpr int kPanelRows = static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) >= 32 ? 6 : 3;
+
+/// c (m x n, leading dim ldc) = op(a) op(b) on the calling thread, for k <= kPanelMaxK: op(b)'s
+/// columns are packed kPanelPackets packets at a time into a k x W panel (zero padded; it stays
+/// in L1), and each group of kPanelRows result rows is accumulated over k in registers against
+/// it, then stored once. Unlike Eigen's product, c is not zero filled first and op(a) is read
+/// in place (register_rows broadcasts its elements), so nothing but the panel is packed.
+template <bool TransA, bool TransB, class A>
+void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k) {
+  constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
+  alignas(64) A panel[kPanelMaxK * W];
+  alignas(64) A spill[kPanelRows * W];  // a last, narrower panel's rows, before their copy into c
+  auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * lda + i] : a[i * lda + l]; };
+  auto row_b = [&](int64_t l) { return static_cast<const A*>(panel + l * W); };
+  for (int64_t j0 = 0; j0 < n; j0 += W) {
+    const int64_t w = std::min<int64_t>(W, n - j0);
+    for (int64_t l = 0; l < k; ++l) {
+      A* dst = panel + l * W;
+      if constexpr (TransB)
+        for (int64_t j = 0; j < w; ++j) dst[j] = b[(j0 + j) * ldb + l];
+      else
+        std::copy(b + l * ldb + j0, b + l * ldb + j0 + w, dst);
+      std::fill(dst + w, dst + W, A(0));
+    }
+    int64_t i = 0;
+    auto rows = [&](auto count) {
+      constexpr int R = decltype(count)::value;
+      if (w == W) {
+        register_rows<R, NP>(i, k, row_b, a_at, c + i * ldc + j0, ldc);
+      } else {
+        register_rows<R, NP>(i, k, row_b, a_at, spill, W);
+        for (int r = 0; r < R; ++r) std::copy(spill + r * W, spill + r * W + w, c + (i + r) * ldc + j0);
+      }
+      i += R;
+    };
+    while (m - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
+    if constexpr (kPanelRows > 4) if (m - i >= 4) rows(std::integral_constant<int, 4>());
+    if (m - i >= 2) rows(std::integral_constant<int, 2>());
+    if (m - i >= 1) rows(std::integral_constant<int, 1>());
+  }
+}
+
 /// A dot_general without batch dims whose operands are both read in place, as one m x n x k
 /// GEMM of row-major matrices (either transposed): the view the tiled kernel computes by
 /// rectangles. `ok` is false for other products (batch dims, operands needing a copy, k == 0).
@@ -651,8 +705,8 @@ inline MatrixView matrix_view(const std::vector<int64_t>& ls, const std::vector<
 }
 
 /// c = rows [r0, r1) x columns [c0, c1) of the product `v` (leading dim ldc), on the calling
-/// thread: oneDNN for f32 when dnnl_product takes it, else OpenBLAS when usable and the tile is
-/// not skinny, else Eigen's product.
+/// thread: oneDNN for f32 when dnnl_product takes it, panel_product for f64 with k <=
+/// kPanelMaxK, else OpenBLAS when usable and the tile is not skinny, else Eigen's product.
 template <bool TransA, bool TransB, class A>
 void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                   A* c, int64_t ldc) {
@@ -661,6 +715,9 @@ void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, i
   const A* b = rhs + (TransB ? c0 * k : c0);
   const int64_t lda = TransA ? v.m : k, ldb = TransB ? k : v.n;
   if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, 1)) return;
+  if constexpr (std::is_same_v<A, double>) {
+    if (k <= kPanelMaxK) return panel_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k);
+  }
   if (std::min(m, n) > kEigenSkinny && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
   eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, 1);
 }
