@@ -430,8 +430,10 @@ void check_product_tiles() {
     int64_t m, n, k;
   };
   // Row counts around the register block's rows, column counts around a panel's 32 (AVX-512),
-  // contractions of 1, odd ones, kPanelMaxK and one above it (Eigen's product).
-  const Shape shapes[] = {{1, 1, 1}, {13, 33, 7}, {143, 95, 64}, {25, 64, kPanelMaxK}, {11, 40, kPanelMaxK + 1}, {7, 5, 3}};
+  // contractions of 1, odd ones, kPanelMaxK and one above it (Eigen's product), more rows than
+  // one block of rows.
+  const Shape shapes[] = {{1, 1, 1}, {13, 33, 7}, {143, 95, 64}, {25, 64, kPanelMaxK}, {11, 40, kPanelMaxK + 1}, {7, 5, 3},
+                          {fx::cpu::gemm_detail::kPanelRowBlock + 17, 40, 9}};
   for (const Shape& s : shapes) {
     const Dims ls = TransA ? Dims{s.k, s.m} : Dims{s.m, s.k}, rs = TransB ? Dims{s.n, s.k} : Dims{s.k, s.n};
     const fx::AxisPair contract{{TransA ? 0 : 1}, {TransB ? 1 : 0}};

@@ -478,6 +478,8 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
                                    {{700, 3}, {0}},     {{3, 700}, {0}},       {{2, 3, 700}, {0, 1}}, {{70000, 2}, {0}},
                                    {{2, 70000}, {0}},   {{300, 17}, {1}},      {{1000, 37}, {1}}, {{64, 63}, {1}},
                                    {{30, 8, 5}, {1, 2}},  // rows of 16..63: 8 partial sums
+                                   // rows of 2..4: whole rows in one loop (sum_short_rows), on every thread
+                                   {{40000, 4}, {1}}, {{50001, 3}, {1}},
                                    // rows of 8, 32, 64: eight rows at a time (sum_8_rows)
                                    {{2000, 8}, {1}}, {{500, 32}, {1}}, {{300, 64}, {1}}, {{7, 50, 32}, {2}}};
   for (fx::DType dtype : {fx::f32, fx::f64}) {

@@ -418,6 +418,68 @@ bool thin_dispatch(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k
   return false;
 }
 
+/// Contraction lengths up to which a product tile of a floating type oneDNN does not take (f64)
+/// runs through panel_product rather than Eigen's blocked product: measured on tiles of
+/// 250 x 320 and 143 x 915 (bench W8's), the panels ran at 0.66-0.83x Eigen's time for k of 8 to
+/// 32 and 0.94-0.97x at 64 and 128, before counting the zero fill Eigen's product does first
+/// (8 % of the W8 objective at d = 64); from k = 256 the two were equal or Eigen faster. Whole
+/// products (not tiles) stay on Eigen: there the panels were 0.6-1.6x Eigen's time by shape
+/// (100000 x 32 x 32: 0.58x; 2000 x 2000 x 16, 32 MB of result: 1.56x).
+inline constexpr int64_t kPanelMaxK = 128;
+
+/// Rows and packets of panel_product's register block: as many accumulators as 3/4 of the
+/// vector registers hold (6 x 4 with AVX-512's 32 registers, 3 x 4 with 16), the rest for one
+/// packed row of b and the broadcast element of a.
+inline constexpr int kPanelPackets = 4;
+inline constexpr int kPanelRows = static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) >= 32 ? 6 : 3;
+/// Rows of op(a) run against each panel in turn: at most 384 x 128 f64 (384 KB, in L2) are read
+/// again per panel, however many rows the product has (tiles have up to about 250).
+inline constexpr int64_t kPanelRowBlock = 64 * kPanelRows;
+
+/// c (m x n, leading dim ldc) = op(a) op(b) on the calling thread, for k <= kPanelMaxK: op(b)'s
+/// columns are packed kPanelPackets packets at a time into a k x W panel (zero padded; it stays
+/// in L1), and each group of kPanelRows result rows is accumulated over k in registers against
+/// it, then stored once. Unlike Eigen's product, c is not zero filled first and op(a) is read
+/// in place (register_rows broadcasts its elements), so nothing but the panel is packed.
+template <bool TransA, bool TransB, class A>
+void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k) {
+  constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
+  alignas(64) A panel[kPanelMaxK * W];
+  alignas(64) A spill[kPanelRows * W];  // a last, narrower panel's rows, before their copy into c
+  auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * lda + i] : a[i * lda + l]; };
+  auto row_b = [&](int64_t l) { return static_cast<const A*>(panel + l * W); };
+  for (int64_t i0 = 0; i0 < m; i0 += kPanelRowBlock) {
+    const int64_t i1 = std::min(m, i0 + kPanelRowBlock);
+    for (int64_t j0 = 0; j0 < n; j0 += W) {
+      const int64_t w = std::min<int64_t>(W, n - j0);
+      for (int64_t l = 0; l < k; ++l) {
+        A* dst = panel + l * W;
+        if constexpr (TransB)
+          for (int64_t j = 0; j < w; ++j) dst[j] = b[(j0 + j) * ldb + l];
+        else
+          std::copy(b + l * ldb + j0, b + l * ldb + j0 + w, dst);
+        std::fill(dst + w, dst + W, A(0));
+      }
+      int64_t i = i0;
+      auto rows = [&](auto count) {
+        constexpr int R = decltype(count)::value;
+        if (w == W) {
+          register_rows<R, NP>(i, k, row_b, a_at, c + i * ldc + j0, ldc);
+        } else {
+          register_rows<R, NP>(i, k, row_b, a_at, spill, W);
+          for (int r = 0; r < R; ++r) std::copy(spill + r * W, spill + r * W + w, c + (i + r) * ldc + j0);
+        }
+        i += R;
+      };
+      while (i1 - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
+      if constexpr (kPanelRows > 4) if (i1 - i >= 4) rows(std::integral_constant<int, 4>());
+      if (i1 - i >= 2) rows(std::integral_constant<int, 2>());
+      if (i1 - i >= 1) rows(std::integral_constant<int, 1>());
+    }
+  }
+}
+
 /// c = op(a) * op(b) for one batch of a GEMM (m, n > 1), all operands contiguous.
 template <bool TransA, bool TransB, class A>
 void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
@@ -621,60 +683,6 @@ void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* 
   } else {
     if (best.rhs.trans) batched_product<false, true>(lhs, rhs, out, nb, m, n, k);
     else batched_product<false, false>(lhs, rhs, out, nb, m, n, k);
-  }
-}
-
-/// Contraction lengths up to which a product tile of a floating type oneDNN does not take (f64)
-/// runs through panel_product rather than Eigen's blocked product: measured on tiles of
-/// 250 x 320 and 143 x 915 (bench W8's), the panels ran at 0.66-0.83x Eigen's time for k of 8 to
-/// 32 and 0.94-0.97x at 64 and 128, before counting the zero fill Eigen's product does first
-/// (8 % of the W8 objective at d = 64); from k = 256 the two were equal or Eigen faster.
-inline constexpr int64_t kPanelMaxK = 128;
-
-/// Rows and packets of panel_product's register block: as many accumulators as 3/4 of the
-/// vector registers hold (6 x 4 with AVX-512's 32 registers, 3 x 4 with 16), the rest for one
-/// packed row of b and the broadcast element of a.
-inline constexpr int kPanelPackets = 4;
-inline constexpr int kPanelRows = static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) >= 32 ? 6 : 3;
-
-/// c (m x n, leading dim ldc) = op(a) op(b) on the calling thread, for k <= kPanelMaxK: op(b)'s
-/// columns are packed kPanelPackets packets at a time into a k x W panel (zero padded; it stays
-/// in L1), and each group of kPanelRows result rows is accumulated over k in registers against
-/// it, then stored once. Unlike Eigen's product, c is not zero filled first and op(a) is read
-/// in place (register_rows broadcasts its elements), so nothing but the panel is packed.
-template <bool TransA, bool TransB, class A>
-void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                   int64_t k) {
-  constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
-  alignas(64) A panel[kPanelMaxK * W];
-  alignas(64) A spill[kPanelRows * W];  // a last, narrower panel's rows, before their copy into c
-  auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * lda + i] : a[i * lda + l]; };
-  auto row_b = [&](int64_t l) { return static_cast<const A*>(panel + l * W); };
-  for (int64_t j0 = 0; j0 < n; j0 += W) {
-    const int64_t w = std::min<int64_t>(W, n - j0);
-    for (int64_t l = 0; l < k; ++l) {
-      A* dst = panel + l * W;
-      if constexpr (TransB)
-        for (int64_t j = 0; j < w; ++j) dst[j] = b[(j0 + j) * ldb + l];
-      else
-        std::copy(b + l * ldb + j0, b + l * ldb + j0 + w, dst);
-      std::fill(dst + w, dst + W, A(0));
-    }
-    int64_t i = 0;
-    auto rows = [&](auto count) {
-      constexpr int R = decltype(count)::value;
-      if (w == W) {
-        register_rows<R, NP>(i, k, row_b, a_at, c + i * ldc + j0, ldc);
-      } else {
-        register_rows<R, NP>(i, k, row_b, a_at, spill, W);
-        for (int r = 0; r < R; ++r) std::copy(spill + r * W, spill + r * W + w, c + (i + r) * ldc + j0);
-      }
-      i += R;
-    };
-    while (m - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
-    if constexpr (kPanelRows > 4) if (m - i >= 4) rows(std::integral_constant<int, 4>());
-    if (m - i >= 2) rows(std::integral_constant<int, 2>());
-    if (m - i >= 1) rows(std::integral_constant<int, 1>());
   }
 }
 
