@@ -640,6 +640,46 @@ TEST_CASE("jit: steady-state calls of jit(grad(f)) allocate nothing") {
   CHECK(val(dy) == doctest::Approx(std::sin(0.5) - 0.25 / (1.5 * 1.5)));
 }
 
+namespace {
+/// Heap allocations (operator new) made by `calls` steady-state calls of `run` after three
+/// warm-up calls (trace, compile, the output buffers).
+template <class Run>
+long steady_allocations(const Run& run, int calls = 50) {
+  for (int i = 0; i < 3; ++i) run();
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < calls; ++i) run();
+  counting = false;
+  return allocations.load();
+}
+}  // namespace
+
+TEST_CASE("jit: movement kernels (slice, pad, transpose, concatenate, broadcasts) allocate nothing per call") {
+  // Their strides and box dims live in cpu::SmallVector: bench W7's Rosenbrock Hessians made 32-37
+  // allocations a call in std::vector temporaries before.
+  auto rosenbrock = [](const fx::Tensor& x) {
+    const int64_t d = x.shape()[0];
+    fx::Tensor head = fx::slice(x, {0}, {d - 1}), tail = fx::slice(x, {1}, {d});
+    return fx::sum(100.0 * fx::square(tail - fx::square(head)) + fx::square(1.0 - head));
+  };
+  for (int64_t d : {2, 10}) {
+    CAPTURE(d);
+    auto h = fx::jit(fx::hessian(rosenbrock));
+    fx::Tensor x = random_tensor({d}, fx::f32, 40);
+    CHECK(steady_allocations([&] { return h(x); }) == 0);
+    check_close(h(x), fx::hessian(rosenbrock)(x));
+  }
+  auto moves = [](const fx::Tensor& x) {
+    fx::Tensor c = fx::concatenate({x, fx::slice(x, {0, 1}, {3, 3})}, 1);      // [3, 6]
+    fx::Tensor t = fx::transpose(c, {1, 0});                                     // [6, 3]
+    return fx::lax::pad(t, fx::scalar(0.0), {1, 0}, {0, 2}, {0, 1}) + 1.0;      // [7, 7]
+  };
+  auto m = fx::jit(moves);
+  fx::Tensor x = random_tensor({3, 4}, fx::f64, 41);
+  CHECK(steady_allocations([&] { return m(x); }) == 0);
+  check_close(m(x), moves(x));
+}
+
 TEST_CASE("jit: concurrent calls from several threads are safe") {
   auto f = fx::jit([](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x); });
   std::vector<std::thread> threads;

@@ -13,11 +13,12 @@ namespace fluxion::cpu::indexing_kernels {
 
 inline const char* bytes(const Tensor& t) { return static_cast<const char*>(t.array("cpu kernel").data()); }
 inline char* out_bytes(const Tensor& t) { return static_cast<char*>(t.array("cpu kernel").data()); }
+/// Row-major element strides of t's shape, without a heap allocation.
+inline IndexVector strides_of(const Tensor& t) { return strided::contiguous_strides(t.shape().dims()); }
 
 /// Copies the box `box` at element offset `src_off` of src (strides `ss`) to offset `dst_off` of dst.
-inline void copy_box(const std::vector<int64_t>& box, const Tensor& dst, int64_t dst_off,
-                     const std::vector<int64_t>& ds, const Tensor& src, int64_t src_off,
-                     const std::vector<int64_t>& ss) {
+inline void copy_box(IndexSpan box, const Tensor& dst, int64_t dst_off, IndexSpan ds, const Tensor& src,
+                     int64_t src_off, IndexSpan ss) {
   const int64_t es = dtype_size(src.dtype());
   for (int64_t b : box)
     if (b == 0) return;
@@ -32,38 +33,38 @@ inline int64_t clamped_start(const Tensor& start, int64_t dim, int64_t size) {
 
 inline void slice(const Tensor& x, const std::vector<int64_t>& start, const std::vector<int64_t>& strides,
                   const Tensor& y) {
-  const std::vector<int64_t> xs = x.shape().strides();
-  std::vector<int64_t> ss(xs.size());
+  const IndexVector xs = strides_of(x);
+  IndexVector ss(xs.size());
   int64_t off = 0;
   for (size_t d = 0; d < xs.size(); ++d) {
     off += start[d] * xs[d];
     ss[d] = strides[d] * xs[d];
   }
-  copy_box(y.shape().dims(), y, 0, y.shape().strides(), x, off, ss);
+  copy_box(y.shape().dims(), y, 0, strides_of(y), x, off, ss);
 }
 
 /// starts[d] is the rank-0 start tensor of dim d.
 inline void dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, const Tensor& y) {
-  const std::vector<int64_t> xs = x.shape().strides();
+  const IndexVector xs = strides_of(x);
   int64_t off = 0;
   for (size_t d = 0; d < xs.size(); ++d) {
     const auto di = static_cast<int64_t>(d);
     off += clamped_start(starts[d], x.shape()[di], y.shape()[di]) * xs[d];
   }
-  copy_box(y.shape().dims(), y, 0, y.shape().strides(), x, off, xs);
+  copy_box(y.shape().dims(), y, 0, strides_of(y), x, off, xs);
 }
 
 inline void dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts,
                                  const Tensor& y) {
   const size_t nbytes = static_cast<size_t>(x.size() * dtype_size(x.dtype()));
   if (nbytes) std::memcpy(out_bytes(y), bytes(x), nbytes);
-  const std::vector<int64_t> ys = y.shape().strides();
+  const IndexVector ys = strides_of(y);
   int64_t off = 0;
   for (size_t d = 0; d < ys.size(); ++d) {
     const auto di = static_cast<int64_t>(d);
     off += clamped_start(starts[d], x.shape()[di], update.shape()[di]) * ys[d];
   }
-  copy_box(update.shape().dims(), y, off, ys, update, 0, update.shape().strides());
+  copy_box(update.shape().dims(), y, off, ys, update, 0, strides_of(update));
 }
 
 /// Fills y with the padding value, then writes the operand elements that survive cropping at
@@ -74,8 +75,8 @@ inline void pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>
   bool covered = true;  // no padding element survives: every output element comes from x
   for (size_t d = 0; d < low.size(); ++d) covered = covered && low[d] <= 0 && high[d] <= 0 && interior[d] == 0;
   if (!covered && y.size() > 0) strided::fill(out_bytes(y), y.size(), bytes(value), es);
-  const std::vector<int64_t> xs = x.shape().strides(), ys = y.shape().strides();
-  std::vector<int64_t> box(xs.size()), ss(xs), ds(ys.size());
+  const IndexVector xs = strides_of(x), ys = strides_of(y);
+  IndexVector box(xs.size()), ss(xs), ds(ys.size());
   int64_t src_off = 0, dst_off = 0;
   for (size_t d = 0; d < xs.size(); ++d) {
     const auto di = static_cast<int64_t>(d);
@@ -92,10 +93,10 @@ inline void pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>
 }
 
 inline void concatenate(const std::vector<Tensor>& xs, int64_t dimension, const Tensor& y) {
-  const std::vector<int64_t> ys = y.shape().strides();
+  const IndexVector ys = strides_of(y);
   int64_t at = 0;
   for (const Tensor& x : xs) {
-    copy_box(x.shape().dims(), y, at * ys[static_cast<size_t>(dimension)], ys, x, 0, x.shape().strides());
+    copy_box(x.shape().dims(), y, at * ys[static_cast<size_t>(dimension)], ys, x, 0, strides_of(x));
     at += x.shape()[dimension];
   }
 }

@@ -14,7 +14,8 @@ namespace fluxion::cpu {
 /// strided copy engine (tiled, run-merging), so there is one transpose implementation.
 template <class T>
 void permute_copy(const T* in, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm, T* out) {
-  std::vector<int64_t> in_strides = strided::contiguous_strides(shape), out_shape, src_strides;
+  const IndexVector in_strides = strided::contiguous_strides(shape);
+  IndexVector out_shape, src_strides;
   for (int64_t d : perm) {
     out_shape.push_back(shape[static_cast<size_t>(d)]);
     src_strides.push_back(in_strides[static_cast<size_t>(d)]);

@@ -20,8 +20,8 @@ inline void copy_flat(const Tensor& x, const Tensor& y) {
 /// Operand dim i feeds output dim dims[i]; size-1 operand dims broadcast (stride 0).
 inline void broadcast_in_dim(const Tensor& x, const std::vector<int64_t>& dims, const Tensor& y) {
   const std::vector<int64_t>& out = y.shape().dims();
-  const std::vector<int64_t> xs = x.shape().strides();
-  std::vector<int64_t> src(out.size(), 0);
+  const IndexVector xs = strided::contiguous_strides(x.shape().dims());
+  IndexVector src(out.size(), 0);
   for (size_t i = 0; i < dims.size(); ++i)
     if (x.shape()[static_cast<int64_t>(i)] != 1) src[static_cast<size_t>(dims[i])] = xs[i];
   strided::copy(out, raw_out(y), strided::contiguous_strides(out), raw(x), src, dtype_size(x.dtype()));
@@ -30,8 +30,8 @@ inline void broadcast_in_dim(const Tensor& x, const std::vector<int64_t>& dims, 
 /// Output dim k is operand dim perm[k].
 inline void transpose(const Tensor& x, const std::vector<int64_t>& perm, const Tensor& y) {
   const std::vector<int64_t>& out = y.shape().dims();
-  const std::vector<int64_t> xs = x.shape().strides();
-  std::vector<int64_t> src(out.size());
+  const IndexVector xs = strided::contiguous_strides(x.shape().dims());
+  IndexVector src(out.size());
   for (size_t k = 0; k < perm.size(); ++k) src[k] = xs[static_cast<size_t>(perm[k])];
   strided::copy(out, raw_out(y), strided::contiguous_strides(out), raw(x), src, dtype_size(x.dtype()));
 }

@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/small_vector.hpp"
+
 namespace fluxion::cpu::strided {
 
 /// One dimension of a copy box: its extent and the element strides on both sides.
@@ -25,8 +27,7 @@ struct Dim {
 
 /// Drops size-1 dims and merges neighbours that are contiguous on both sides. Returns false when
 /// the box is empty (some extent is 0).
-inline bool simplify(const std::vector<int64_t>& shape, const std::vector<int64_t>& dst_strides,
-                     const std::vector<int64_t>& src_strides, std::vector<Dim>& dims) {
+inline bool simplify(IndexSpan shape, IndexSpan dst_strides, IndexSpan src_strides, SmallVector<Dim>& dims) {
   dims.clear();
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 0) return false;
@@ -99,7 +100,7 @@ inline void copy_plane_tiled(char* dst_bytes, const char* src_bytes, const Dim& 
 }
 
 template <int S>
-inline void copy_sized(std::vector<Dim>& dims, char* dst, const char* src) {
+inline void copy_sized(SmallVector<Dim>& dims, char* dst, const char* src) {
   if (dims.empty()) {
     std::memcpy(dst, src, S);
     return;
@@ -115,12 +116,12 @@ inline void copy_sized(std::vector<Dim>& dims, char* dst, const char* src) {
   Dim plane_dim{1, 0, 0};
   if (plane >= 0) {
     plane_dim = dims[static_cast<size_t>(plane)];
-    dims.erase(dims.begin() + plane);
+    dims.erase_at(static_cast<size_t>(plane));
   }
 
   // Outer dims: an index counter with incrementally maintained offsets.
   const size_t no = dims.size();
-  std::vector<int64_t> idx(no, 0);
+  IndexVector idx(no, 0);
   int64_t total = 1;
   for (const Dim& d : dims) total *= d.size;
   int64_t doff = 0, soff = 0;
@@ -142,9 +143,9 @@ inline void copy_sized(std::vector<Dim>& dims, char* dst, const char* src) {
 
 /// Copies the box `shape` from `src` (element strides `src_strides`; 0 broadcasts) to `dst`
 /// (element strides `dst_strides`). Elements are `elem_size` bytes (1, 2, 4 or 8).
-inline void copy(const std::vector<int64_t>& shape, void* dst, const std::vector<int64_t>& dst_strides,
-                 const void* src, const std::vector<int64_t>& src_strides, int64_t elem_size) {
-  std::vector<Dim> dims;
+inline void copy(IndexSpan shape, void* dst, IndexSpan dst_strides, const void* src, IndexSpan src_strides,
+                 int64_t elem_size) {
+  SmallVector<Dim> dims;
   if (!simplify(shape, dst_strides, src_strides, dims)) return;
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
@@ -158,13 +159,13 @@ inline void copy(const std::vector<int64_t>& shape, void* dst, const std::vector
 
 /// Fills n elements of `elem_size` bytes at `dst` with the element at `value`.
 inline void fill(void* dst, int64_t n, const void* value, int64_t elem_size) {
-  std::vector<int64_t> shape{n}, dst_strides{1}, src_strides{0};
-  copy(shape, dst, dst_strides, value, src_strides, elem_size);
+  const int64_t shape[1] = {n}, dst_strides[1] = {1}, src_strides[1] = {0};
+  copy({shape, 1}, dst, {dst_strides, 1}, value, {src_strides, 1}, elem_size);
 }
 
 /// Row-major element strides of `shape`.
-inline std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size());
+inline IndexVector contiguous_strides(IndexSpan shape) {
+  IndexVector s(shape.size());
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
