@@ -147,6 +147,9 @@ struct Executable::Plan {
 
 struct Executable::State {
   std::vector<Tensor> values;  // by variable
+  // By variable, for dynamic views: the ArrayImpl of the last call's view, reused (rebound to
+  // the new bytes) when no Tensor holds it any more, so a view costs no allocation per call.
+  std::vector<std::shared_ptr<ArrayImpl>> view_impls;
   std::vector<std::shared_ptr<Buffer>> buffers;
   std::vector<double> scratch_storage;  // threads x slots x kBlock elements (8 bytes each), + slack
   double* scratch = nullptr;            // scratch_storage aligned to 64 bytes: Eigen's block kernels
@@ -787,6 +790,7 @@ std::unique_ptr<Executable::State> Executable::acquire() const {
   const Plan& plan = *plan_;
   auto s = std::make_unique<State>();
   s->values.resize(j.avals.size());
+  s->view_impls.resize(j.avals.size());
   for (int64_t bytes : plan.buffer_bytes) s->buffers.push_back(std::make_shared<Buffer>(plan.device, bytes));
   for (size_t v = 0; v < j.avals.size(); ++v) {
     switch (plan.kind[v]) {
@@ -1340,7 +1344,11 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
     const Plan& plan;
     ~Restore() {
       for (int32_t v : j.invars) st->values[v] = Tensor();
-      for (int32_t v : plan.dynamic_views) st->values[v] = Tensor();
+      for (int32_t v : plan.dynamic_views) {
+        st->values[v] = Tensor();
+        // Drop the caller's bytes unless the view went out as a result (then it is not reused).
+        if (st->view_impls[v] && st->view_impls[v].use_count() == 1) st->view_impls[v]->rebind(nullptr);
+      }
       st->in.clear();
       st->out.clear();
       self->release(std::move(st));
@@ -1372,7 +1380,12 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
       }
       case Step::dynamic_view: {
         const Equation& e = *step.eqn;
-        s.values[e.outputs[0]] = make_view(s.values[e.inputs[0].var], j.avals[e.outputs[0]]);
+        const int32_t v = e.outputs[0];
+        const std::shared_ptr<Buffer>& bytes = s.values[e.inputs[0].var].array("jit").buffer();
+        std::shared_ptr<ArrayImpl>& impl = s.view_impls[v];
+        if (impl && impl.use_count() == 1) impl->rebind(bytes);
+        else impl = std::make_shared<ArrayImpl>(j.avals[v], bytes);
+        s.values[v] = Tensor(impl);
         break;
       }
       case Step::nothing: break;

@@ -25,6 +25,7 @@
 #endif
 
 #include "backends/cpu/permute.hpp"
+#include "backends/cpu/small_vector.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/primitive.hpp"
 
@@ -515,21 +516,24 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
   }
 }
 
-inline std::vector<int64_t> concat(std::initializer_list<const std::vector<int64_t>*> parts) {
-  std::vector<int64_t> r;
-  for (const auto* p : parts) r.insert(r.end(), p->begin(), p->end());
+// The layout planning below runs per call in jit plans: its index lists are IndexVectors, so
+// planning allocates nothing (backends/cpu/small_vector.hpp).
+inline IndexVector concat(std::initializer_list<IndexSpan> parts) {
+  IndexVector r;
+  for (IndexSpan p : parts)
+    for (int64_t v : p) r.push_back(v);
   return r;
 }
 
 /// Dims of `rank` that are neither in `a` nor in `b`, in increasing order.
-inline std::vector<int64_t> free_dims(int64_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  std::vector<int64_t> f;
+inline IndexVector free_dims(int64_t rank, IndexSpan a, IndexSpan b) {
+  IndexVector f;
   for (int64_t d = 0; d < rank; ++d)
     if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) f.push_back(d);
   return f;
 }
 
-inline int64_t extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& dims) {
+inline int64_t extent(IndexSpan shape, IndexSpan dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= shape[static_cast<size_t>(d)];
   return n;
@@ -542,33 +546,32 @@ struct OperandPlan {
 
 /// Layout decision for both operands given one order of the contracting pairs.
 struct Plan {
-  std::vector<int64_t> lc, rc;
+  IndexVector lc, rc;
   OperandPlan lhs, rhs;
   int64_t cost = 0;  // elements copied
 };
 
-inline Plan plan_for(const std::vector<int64_t>& ls, const std::vector<int64_t>& rs, std::vector<int64_t> lc,
-                     std::vector<int64_t> rc, const std::vector<int64_t>& lb, const std::vector<int64_t>& rb,
-                     const std::vector<int64_t>& lf, const std::vector<int64_t>& rf) {
+inline Plan plan_for(IndexSpan ls, IndexSpan rs, IndexVector lc, IndexVector rc, IndexSpan lb, IndexSpan rb,
+                     IndexSpan lf, IndexSpan rf) {
   Plan p;
   p.lc = std::move(lc);
   p.rc = std::move(rc);
-  if (is_identity_layout(ls, concat({&lb, &lf, &p.lc}))) p.lhs = {false, false};
-  else if (is_identity_layout(ls, concat({&lb, &p.lc, &lf}))) p.lhs = {false, true};
-  else p.lhs = {true, false}, p.cost += extent(ls, concat({&lb, &lf, &p.lc}));
-  if (is_identity_layout(rs, concat({&rb, &p.rc, &rf}))) p.rhs = {false, false};
-  else if (is_identity_layout(rs, concat({&rb, &rf, &p.rc}))) p.rhs = {false, true};
-  else p.rhs = {true, false}, p.cost += extent(rs, concat({&rb, &p.rc, &rf}));
+  if (is_identity_layout(ls, concat({lb, lf, p.lc}))) p.lhs = {false, false};
+  else if (is_identity_layout(ls, concat({lb, p.lc, lf}))) p.lhs = {false, true};
+  else p.lhs = {true, false}, p.cost += extent(ls, concat({lb, lf, p.lc}));
+  if (is_identity_layout(rs, concat({rb, p.rc, rf}))) p.rhs = {false, false};
+  else if (is_identity_layout(rs, concat({rb, rf, p.rc}))) p.rhs = {false, true};
+  else p.rhs = {true, false}, p.cost += extent(rs, concat({rb, p.rc, rf}));
   return p;
 }
 
 /// The contracting pairs reordered by `key` (the lhs or rhs dims), keeping pairs together.
-inline std::pair<std::vector<int64_t>, std::vector<int64_t>> sort_pairs(const AxisPair& c, bool by_rhs) {
-  std::vector<size_t> order(c.first.size());
+inline std::pair<IndexVector, IndexVector> sort_pairs(const AxisPair& c, bool by_rhs) {
+  SmallVector<size_t> order(c.first.size());
   std::iota(order.begin(), order.end(), size_t(0));
   const auto& key = by_rhs ? c.second : c.first;
   std::sort(order.begin(), order.end(), [&](size_t i, size_t j) { return key[i] < key[j]; });
-  std::pair<std::vector<int64_t>, std::vector<int64_t>> r;
+  std::pair<IndexVector, IndexVector> r;
   for (size_t i : order) r.first.push_back(c.first[i]), r.second.push_back(c.second[i]);
   return r;
 }
@@ -649,8 +652,8 @@ void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* 
                          const AxisPair& contract, const AxisPair& batch, A* out) {
   const std::vector<int64_t>& lb = batch.first;
   const std::vector<int64_t>& rb = batch.second;
-  const std::vector<int64_t> lf = free_dims(static_cast<int64_t>(ls.size()), lb, contract.first);
-  const std::vector<int64_t> rf = free_dims(static_cast<int64_t>(rs.size()), rb, contract.second);
+  const IndexVector lf = free_dims(static_cast<int64_t>(ls.size()), lb, contract.first);
+  const IndexVector rf = free_dims(static_cast<int64_t>(rs.size()), rb, contract.second);
   const int64_t nb = extent(ls, lb), m = extent(ls, lf), n = extent(rs, rf), k = extent(ls, contract.first);
   if (nb == 0 || m == 0 || n == 0) return;
   if (k == 0) {
@@ -659,23 +662,24 @@ void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* 
   }
   // Contracting pairs may be listed in any order: try the given one and both sorted ones, keep
   // the plan that copies least (usually nothing).
-  Plan best = plan_for(ls, rs, contract.first, contract.second, lb, rb, lf, rf);
+  Plan best = plan_for(ls, rs, IndexVector(contract.first.begin(), contract.first.end()),
+                       IndexVector(contract.second.begin(), contract.second.end()), lb, rb, lf, rf);
   for (bool by_rhs : {false, true}) {
     if (best.cost == 0) break;
     auto [lc, rc] = sort_pairs(contract, by_rhs);
     Plan p = plan_for(ls, rs, std::move(lc), std::move(rc), lb, rb, lf, rf);
     if (p.cost < best.cost) best = std::move(p);
   }
-  std::unique_ptr<A[]> lhs_copy, rhs_copy;
+  std::unique_ptr<A[]> lhs_owned, rhs_owned;
   if (best.lhs.copy) {
-    lhs_copy.reset(new A[static_cast<size_t>(nb * m * k)]);
-    permute_copy(lhs, ls, concat({&lb, &lf, &best.lc}), lhs_copy.get());
-    lhs = lhs_copy.get();
+    A* copy = scratch_buffer<A>(0, static_cast<size_t>(nb * m * k), lhs_owned);
+    permute_copy(lhs, ls, concat({lb, lf, best.lc}), copy);
+    lhs = copy;
   }
   if (best.rhs.copy) {
-    rhs_copy.reset(new A[static_cast<size_t>(nb * k * n)]);
-    permute_copy(rhs, rs, concat({&rb, &best.rc, &rf}), rhs_copy.get());
-    rhs = rhs_copy.get();
+    A* copy = scratch_buffer<A>(1, static_cast<size_t>(nb * k * n), rhs_owned);
+    permute_copy(rhs, rs, concat({rb, best.rc, rf}), copy);
+    rhs = copy;
   }
   if (best.lhs.trans) {
     if (best.rhs.trans) batched_product<true, true>(lhs, rhs, out, nb, m, n, k);
@@ -697,10 +701,11 @@ inline MatrixView matrix_view(const std::vector<int64_t>& ls, const std::vector<
                               const AxisPair& batch) {
   MatrixView v;
   if (!batch.first.empty()) return v;
-  const std::vector<int64_t> none;
-  const std::vector<int64_t> lf = free_dims(static_cast<int64_t>(ls.size()), none, contract.first);
-  const std::vector<int64_t> rf = free_dims(static_cast<int64_t>(rs.size()), none, contract.second);
-  Plan best = plan_for(ls, rs, contract.first, contract.second, none, none, lf, rf);
+  const IndexVector none{};
+  const IndexVector lf = free_dims(static_cast<int64_t>(ls.size()), none, contract.first);
+  const IndexVector rf = free_dims(static_cast<int64_t>(rs.size()), none, contract.second);
+  Plan best = plan_for(ls, rs, IndexVector(contract.first.begin(), contract.first.end()),
+                       IndexVector(contract.second.begin(), contract.second.end()), none, none, lf, rf);
   for (bool by_rhs : {false, true}) {
     if (best.cost == 0) break;
     auto [lc, rc] = sort_pairs(contract, by_rhs);

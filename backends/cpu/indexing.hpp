@@ -3,9 +3,11 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/small_vector.hpp"
 #include "backends/cpu/strided_copy.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -126,25 +128,28 @@ struct AxisView {
   }
 };
 
-inline std::vector<int64_t> clamped_indices(const Tensor& indices, int64_t n) {
-  std::vector<int64_t> k(static_cast<size_t>(indices.size()));
+/// The indices clamped to [0, n): indices.size() entries in the calling thread's scratch_buffer
+/// (slot 0; `owned` when very large), so a jit'd gather allocates nothing per call.
+inline const int64_t* clamped_indices(const Tensor& indices, int64_t n, std::unique_ptr<int64_t[]>& owned) {
+  const size_t m = static_cast<size_t>(indices.size());
+  int64_t* k = scratch_buffer<int64_t>(0, m, owned);
   dispatch_dtype(indices.dtype(), [&](auto tag) {
     using I = typename decltype(tag)::type;
     if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
       const I* p = indices.data<I>();
-      for (size_t j = 0; j < k.size(); ++j) k[j] = std::min<int64_t>(std::max<int64_t>(p[j], 0), n - 1);
+      for (size_t j = 0; j < m; ++j) k[j] = std::min<int64_t>(std::max<int64_t>(p[j], 0), n - 1);
     }
   });
   return k;
 }
 
 template <int S>
-inline void gather_rows(char* y, const char* x, const std::vector<int64_t>& k, const AxisView& v) {
-  const int64_t m = static_cast<int64_t>(k.size()), row = v.inner * S;
+inline void gather_rows(char* y, const char* x, const int64_t* k, int64_t m, const AxisView& v) {
+  const int64_t row = v.inner * S;
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t j = 0; j < m; ++j) {
       char* dst = y + (o * m + j) * row;
-      const char* src = x + (o * v.n + k[static_cast<size_t>(j)]) * row;
+      const char* src = x + (o * v.n + k[j]) * row;
       if (v.inner == 1) std::memcpy(dst, src, S);
       else std::memcpy(dst, src, static_cast<size_t>(row));
     }
@@ -153,11 +158,13 @@ inline void gather_rows(char* y, const char* x, const std::vector<int64_t>& k, c
 inline void gather(const Tensor& x, const Tensor& indices, int64_t axis, const Tensor& y) {
   if (y.size() == 0) return;
   const AxisView v(x.shape(), axis);
-  const std::vector<int64_t> k = clamped_indices(indices, v.n);
+  std::unique_ptr<int64_t[]> owned;
+  const int64_t* k = clamped_indices(indices, v.n, owned);
+  const int64_t m = indices.size();
   switch (dtype_size(x.dtype())) {
-    case 1: gather_rows<1>(out_bytes(y), bytes(x), k, v); break;
-    case 4: gather_rows<4>(out_bytes(y), bytes(x), k, v); break;
-    default: gather_rows<8>(out_bytes(y), bytes(x), k, v); break;
+    case 1: gather_rows<1>(out_bytes(y), bytes(x), k, m, v); break;
+    case 4: gather_rows<4>(out_bytes(y), bytes(x), k, m, v); break;
+    default: gather_rows<8>(out_bytes(y), bytes(x), k, m, v); break;
   }
 }
 
@@ -177,8 +184,9 @@ inline void scatter_add(const Tensor& operand, const Tensor& indices, const Tens
   if (nbytes) std::memcpy(out_bytes(y), bytes(operand), nbytes);
   if (updates.size() == 0) return;
   const AxisView v(operand.shape(), axis);
-  const std::vector<int64_t> k = clamped_indices(indices, v.n);
-  const int64_t m = static_cast<int64_t>(k.size());
+  std::unique_ptr<int64_t[]> owned;
+  const int64_t* k = clamped_indices(indices, v.n, owned);
+  const int64_t m = indices.size();
   dispatch_dtype(operand.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
@@ -186,7 +194,7 @@ inline void scatter_add(const Tensor& operand, const Tensor& indices, const Tens
       const T* u = updates.data<T>();
       for (int64_t o = 0; o < v.outer; ++o)
         for (int64_t j = 0; j < m; ++j) {
-          T* dst = out + (o * v.n + k[static_cast<size_t>(j)]) * v.inner;
+          T* dst = out + (o * v.n + k[j]) * v.inner;
           const T* src = u + (o * m + j) * v.inner;
           for (int64_t i = 0; i < v.inner; ++i) dst[i] = wrapping_add(dst[i], src[i]);
         }

@@ -13,7 +13,7 @@ namespace fluxion::cpu {
 /// `shape`; `out` has room for all elements and must not alias `in`. A view onto the shared
 /// strided copy engine (tiled, run-merging), so there is one transpose implementation.
 template <class T>
-void permute_copy(const T* in, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm, T* out) {
+void permute_copy(const T* in, IndexSpan shape, IndexSpan perm, T* out) {
   const IndexVector in_strides = strided::contiguous_strides(shape);
   IndexVector out_shape, src_strides;
   for (int64_t d : perm) {
@@ -25,7 +25,7 @@ void permute_copy(const T* in, const std::vector<int64_t>& shape, const std::vec
 
 /// True when reading `shape` in the dim order `perm` visits memory in row-major order, i.e. the
 /// permuted array needs no copy (size-1 dims may sit anywhere).
-inline bool is_identity_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
+inline bool is_identity_layout(IndexSpan shape, IndexSpan perm) {
   int64_t prev = -1;
   for (int64_t d : perm) {
     if (shape[static_cast<size_t>(d)] == 1) continue;

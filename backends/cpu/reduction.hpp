@@ -11,10 +11,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "backends/cpu/permute.hpp"
+#include "backends/cpu/small_vector.hpp"
 
 namespace fluxion::cpu {
 namespace reduction_detail {
@@ -26,8 +28,8 @@ template <class A> using RowVec = Eigen::Matrix<A, 1, Eigen::Dynamic>;
 /// Layout of a reduction after dropping size-1 dims and merging neighbouring dims that are both
 /// kept or both reduced: alternating runs, each with its extent.
 struct Runs {
-  std::vector<int64_t> size;
-  std::vector<bool> reduced;
+  IndexVector size;
+  SmallVector<char> reduced;  // bools (SmallVector keeps a std::vector, whose bool form has no data())
   bool pattern(std::initializer_list<bool> p) const {
     return reduced.size() == p.size() && std::equal(p.begin(), p.end(), reduced.begin());
   }
@@ -115,15 +117,16 @@ void reduce(const T* in_t, const std::vector<int64_t>& shape, const std::vector<
     const int64_t inner = r.size[2];
     for (int64_t o = 0; o < r.size[0]; ++o) reduce_leading(in + o * red_n * inner, red_n, inner, out + o * inner, f);
   } else {  // interleaved: move the reduced axes to the end, then reduce rows
-    std::vector<int64_t> perm;
+    IndexVector perm;
     for (size_t d = 0, a = 0; d < shape.size(); ++d) {
       if (a < axes.size() && axes[a] == static_cast<int64_t>(d)) ++a;
       else perm.push_back(static_cast<int64_t>(d));
     }
-    perm.insert(perm.end(), axes.begin(), axes.end());
-    std::vector<A> tmp(static_cast<size_t>(out_n * red_n));
-    permute_copy(in, shape, perm, tmp.data());
-    Eigen::Map<ColVec<A>>(out, out_n) = Eigen::Map<const RowMajorMat<A>>(tmp.data(), out_n, red_n).rowwise().redux(f);
+    for (int64_t a : axes) perm.push_back(a);
+    std::unique_ptr<A[]> owned;
+    A* tmp = scratch_buffer<A>(0, static_cast<size_t>(out_n * red_n), owned);
+    permute_copy(in, shape, perm, tmp);
+    Eigen::Map<ColVec<A>>(out, out_n) = Eigen::Map<const RowMajorMat<A>>(tmp, out_n, red_n).rowwise().redux(f);
   }
 }
 

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace fluxion::cpu {
@@ -21,6 +23,10 @@ class SmallVector {
   explicit SmallVector(size_t n, const T& value = T()) { resize(n, value); }
   SmallVector(std::initializer_list<T> values) {
     for (const T& v : values) push_back(v);
+  }
+  template <class It, class = decltype(*std::declval<It>())>
+  SmallVector(It first, It last) {
+    for (; first != last; ++first) push_back(*first);
   }
 
   size_t size() const { return size_; }
@@ -96,5 +102,24 @@ class IndexSpan {
   const int64_t* p_;
   size_t n_;
 };
+
+/// Temporaries larger than this are allocated for the call only, not kept by scratch_buffer.
+inline constexpr size_t kMaxKeptScratchBytes = size_t(64) << 20;
+
+/// Room for n elements of A for a kernel's temporary (a permuted operand): the calling thread's
+/// buffer number `slot` (0 or 1: two may be live at once), grown when too small and kept, so
+/// steady-state calls do not allocate. Above kMaxKeptScratchBytes the room is allocated into
+/// `owned` for this call only. The contents are garbage.
+template <class A>
+A* scratch_buffer(int slot, size_t n, std::unique_ptr<A[]>& owned) {
+  if (n * sizeof(A) > kMaxKeptScratchBytes) {
+    owned.reset(new A[n]);
+    return owned.get();
+  }
+  thread_local std::vector<A> kept[2];
+  std::vector<A>& b = kept[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
 
 }  // namespace fluxion::cpu

@@ -59,6 +59,9 @@ class ArrayImpl final : public TensorImpl {
       : TensorImpl(std::move(aval), buffer->device(), /*tracer=*/false), buffer_(std::move(buffer)) {}
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   void* data() const { return buffer_->data(); }
+  /// Points this array at other bytes of the same device and size (null: none). Only for an
+  /// impl no Tensor holds: jit's executor reuses its per-call views of arguments this way.
+  void rebind(std::shared_ptr<Buffer> buffer) { buffer_ = std::move(buffer); }
 
  private:
   std::shared_ptr<Buffer> buffer_;
