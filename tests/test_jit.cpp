@@ -481,7 +481,9 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
                                    // rows of 2..4: whole rows in one loop (sum_short_rows), on every thread
                                    {{40000, 4}, {1}}, {{50001, 3}, {1}},
                                    // rows of 8, 32, 64: eight rows at a time (sum_8_rows)
-                                   {{2000, 8}, {1}}, {{500, 32}, {1}}, {{300, 64}, {1}}, {{7, 50, 32}, {2}}};
+                                   {{2000, 8}, {1}}, {{500, 32}, {1}}, {{300, 64}, {1}}, {{7, 50, 32}, {2}},
+                                   // 2..7 whole rows in a range: the other accumulators stay zero
+                                   {{5, 64}, {1}}, {{3, 40}, {1}}, {{2, 7, 48}, {2}}};
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {
       CAPTURE(c.shape);

@@ -905,17 +905,19 @@ void sum_short_rows(const T* p, int64_t rows, double* acc) {
 constexpr int64_t kEightRowMax = 64;
 typedef double EightDoubles __attribute__((vector_size(64)));
 
-/// acc[0, 8) += the sums of the 8 consecutive rows of `row` elements (a multiple of 8) at p: one
-/// 8-lane accumulator per row, then a transpose-and-add tree puts the 8 sums in one vector. Per
-/// row this is row / 8 vector adds and 21 / 8 shuffles or adds, against a whole lane_sum's setup
-/// and 8-lane combine (rows of 32 and 64: W8's sums of squares, 11 % of its objective at d=32).
+/// acc[0, count) += the sums of the `count` (2..8) consecutive rows of `row` elements (a multiple
+/// of 8) at p: one 8-lane accumulator per row, then a transpose-and-add tree puts the 8 sums in
+/// one vector. Per row this is row / 8 vector adds and 21 / 8 shuffles or adds, against a whole
+/// lane_sum's setup and 8-lane combine (rows of 32 and 64: W8's sums of squares, 11 % of its
+/// objective at d=32). Fewer than 8 rows (a tile row of W8's d=64,K=5 product holds 5) leave
+/// the other accumulators at zero: lane_sum<32> on each was 7.5 % of that objective.
 template <class T>
-FLUXION_WIDE_VECTORS void sum_8_rows(const T* p, int64_t row, double* acc) {
+FLUXION_WIDE_VECTORS void sum_8_rows(const T* p, int64_t row, int count, double* acc) {
   typedef T EightT __attribute__((vector_size(8 * sizeof(T))));
   EightDoubles a[8];
   for (int r = 0; r < 8; ++r) {
     EightDoubles sum = {};
-    for (int64_t i = 0; i < row; i += 8) {
+    for (int64_t i = 0; r < count && i < row; i += 8) {
       EightT v;
       std::memcpy(&v, p + r * row + i, sizeof v);
       sum += __builtin_convertvector(v, EightDoubles);
@@ -931,10 +933,14 @@ FLUXION_WIDE_VECTORS void sum_8_rows(const T* p, int64_t row, double* acc) {
            __builtin_shufflevector(t[2 * k], t[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
   EightDoubles sums = __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
                       __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
-  EightDoubles old;
-  std::memcpy(&old, acc, sizeof old);
-  old += sums;
-  std::memcpy(acc, &old, sizeof old);
+  if (count == 8) {
+    EightDoubles old;
+    std::memcpy(&old, acc, sizeof old);
+    old += sums;
+    std::memcpy(acc, &old, sizeof old);
+  } else {
+    for (int r = 0; r < count; ++r) acc[r] += sums[r];
+  }
 }
 #else
 #define FLUXION_EIGHT_ROW_SUMS 0
@@ -977,10 +983,11 @@ void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, 
           continue;
         }
 #if FLUXION_EIGHT_ROW_SUMS
-        if (!one && c == 0 && row % 8 == 0 && row <= kEightRowMax && len - done >= 8 * row) {
-          sum_8_rows(x + done, row, acc + r);
-          done += 8 * row;
-          r += 7;  // and the loop's ++r
+        if (!one && c == 0 && row % 8 == 0 && row <= kEightRowMax && len - done >= 2 * row) {
+          const int count = static_cast<int>(std::min<int64_t>(8, (len - done) / row));
+          sum_8_rows(x + done, row, count, acc + r);
+          done += count * row;
+          r += count - 1;  // and the loop's ++r
           continue;
         }
 #endif
