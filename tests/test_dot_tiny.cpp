@@ -321,6 +321,110 @@ TEST_CASE("threads: OpenBLAS stays on the calling thread; large products on more
   fx::set_num_threads(before);
 }
 
+namespace {
+
+struct ProductShape {
+  int64_t m, n, k;
+};
+
+/// m x n x k products in every transpose layout through general_dot_general at each thread
+/// count, against the reference kernel (operands: sin and cos ramps); |error| < tol * k.
+template <class T>
+void check_product_layouts(const std::vector<ProductShape>& shapes, std::initializer_list<int> thread_counts, double tol) {
+  const int before = fx::num_threads();
+  for (const ProductShape& s : shapes) {
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        CAPTURE(s.m);
+        CAPTURE(s.n);
+        CAPTURE(s.k);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        // lhs stored [m, k] (or [k, m]: read transposed), rhs [k, n] (or [n, k]).
+        const Dims ls = ta ? Dims{s.k, s.m} : Dims{s.m, s.k}, rs = tb ? Dims{s.n, s.k} : Dims{s.k, s.n};
+        const fx::AxisPair contract{{ta ? 0 : 1}, {tb ? 1 : 0}};
+        std::vector<T> a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n));
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(std::sin(0.37 * double(i)));
+        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(std::cos(0.11 * double(i)));
+        std::vector<T> want(static_cast<size_t>(s.m * s.n));
+        fx::reference::dot_general(a.data(), ls, b.data(), rs, contract, {}, want.data());
+        for (int threads : thread_counts) {
+          CAPTURE(threads);
+          fx::set_num_threads(threads);
+          std::vector<T> got(want.size(), T(-7));
+          fx::cpu::gemm_detail::general_dot_general(a.data(), ls, b.data(), rs, contract, {}, got.data());
+          double worst = 0;
+          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+          CHECK(worst < tol * double(s.k));
+        }
+      }
+    }
+  }
+  fx::set_num_threads(before);
+}
+
+}  // namespace
+
+TEST_CASE("threads: large f64 products that are skinny or short run as one slice per thread, every layout") {
+  // strided_gemm's split_product: rows of c per thread (or columns when c is wider than tall),
+  // through the register panels for k <= kPanelMaxK, else Eigen's product on each thread.
+  // Skinny with a long contraction (both orientations), short contractions (both), an odd row
+  // count that does not split evenly, and one neither skinny nor short (Eigen's parallel product).
+  const std::vector<ProductShape> shapes = {{1000, 32, 800}, {31, 900, 700}, {1001, 300, 20}, {90, 2000, 64}, {333, 333, 129}};
+  for (const ProductShape& s : shapes) REQUIRE(double(s.m) * double(s.n) * double(s.k) >= fx::cpu::gemm_detail::kLargeWork);
+  check_product_layouts<double>(shapes, {2, 3, 1}, 1e-12);
+}
+
+TEST_CASE("threads: batches of small products that are large together are split over the threads, every layout") {
+  // batched_product: 40 products of 200 x 32 x 24 (each below kLargeWork, together above) run as
+  // a share of the batches per thread; GEMV, outer-product and dot batches take the same split.
+  using fx::cpu::gemm_detail::kLargeWork;
+  const int before = fx::num_threads();
+  struct Shape {
+    int64_t batch, m, n, k;
+  };
+  const Shape shapes[] = {{40, 200, 32, 24}, {7, 300, 300, 9}, {4000, 64, 1, 64}, {3000, 40, 40, 1}, {300000, 1, 1, 20}};
+  for (const Shape& s : shapes) {
+    REQUIRE(double(s.m) * double(s.n) * double(s.k) < kLargeWork);
+    REQUIRE(double(s.batch) * double(s.m) * double(s.n) * double(s.k) >= kLargeWork);
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        CAPTURE(s.batch);
+        CAPTURE(s.m);
+        CAPTURE(s.n);
+        CAPTURE(s.k);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        // lhs [batch, m, k] (or [batch, k, m]), rhs [batch, k, n] (or [batch, n, k]).
+        const Dims ls = ta ? Dims{s.batch, s.k, s.m} : Dims{s.batch, s.m, s.k};
+        const Dims rs = tb ? Dims{s.batch, s.n, s.k} : Dims{s.batch, s.k, s.n};
+        const fx::AxisPair contract{{ta ? 1 : 2}, {tb ? 2 : 1}}, batch{{0}, {0}};
+        std::vector<float> a(static_cast<size_t>(s.batch * s.m * s.k)), b(static_cast<size_t>(s.batch * s.k * s.n));
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(std::sin(0.37 * double(i)));
+        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(std::cos(0.11 * double(i)));
+        std::vector<float> want(static_cast<size_t>(s.batch * s.m * s.n));
+        fx::reference::dot_general(a.data(), ls, b.data(), rs, contract, batch, want.data());
+        std::vector<double> ad(a.begin(), a.end()), bd(b.begin(), b.end()), wantd(want.size());
+        fx::reference::dot_general(ad.data(), ls, bd.data(), rs, contract, batch, wantd.data());
+        for (int threads : {2, 1}) {
+          CAPTURE(threads);
+          fx::set_num_threads(threads);
+          std::vector<float> got(want.size(), -7.0f);
+          fx::cpu::gemm_detail::general_dot_general(a.data(), ls, b.data(), rs, contract, batch, got.data());
+          std::vector<double> gotd(wantd.size(), -7.0);
+          fx::cpu::gemm_detail::general_dot_general(ad.data(), ls, bd.data(), rs, contract, batch, gotd.data());
+          double worst = 0, worstd = 0;
+          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+          for (size_t i = 0; i < gotd.size(); ++i) worstd = std::max(worstd, std::fabs(gotd[i] - wantd[i]));
+          CHECK(worst < 1e-5 * double(s.k));
+          CHECK(worstd < 1e-12 * double(s.k));
+        }
+      }
+    }
+  }
+  fx::set_num_threads(before);
+}
+
 TEST_CASE("threads: large matrix-vector products are split by slices of the result, every layout and dtype") {
   // gemm.hpp's gemv: rows of a (y = a x) or its columns (y = a^T x) per thread, from kParallelGemv
   // matrix elements on; fewer than 2 * kGemvSlice results stay on one thread.
@@ -380,42 +484,9 @@ TEST_CASE("f32 products through oneDNN (when linked): every transpose pair, 1 an
   // strided_gemm sends f32 products of kDnnlWork multiply-adds and more to oneDNN's row-major
   // sgemm: its 'N'/'T' flags and leading dims must mean what ours do. (Leading dims wider than
   // the rows: the tiled products of test_jit, whose tiles write into wider rows.)
-  const int before = fx::num_threads();
-  struct Shape {
-    int64_t m, n, k;
-  };
   // 48^3 is just above kDnnlWork, 160 x 160 x 170 is "large" (num_threads() threads), 16^3 stays on Eigen.
-  const Shape shapes[] = {{48, 48, 48}, {37, 90, 41}, {160, 160, 170}, {16, 16, 16}};
   static_assert(48.0 * 48 * 48 >= fx::cpu::gemm_detail::kDnnlWork && 16.0 * 16 * 16 < fx::cpu::gemm_detail::kDnnlWork);
-  for (const Shape& s : shapes) {
-    for (int ta : {0, 1}) {
-      for (int tb : {0, 1}) {
-        CAPTURE(s.m);
-        CAPTURE(s.n);
-        CAPTURE(s.k);
-        CAPTURE(ta);
-        CAPTURE(tb);
-        // lhs stored [m, k] (or [k, m]: read transposed), rhs [k, n] (or [n, k]).
-        const Dims ls = ta ? Dims{s.k, s.m} : Dims{s.m, s.k}, rs = tb ? Dims{s.n, s.k} : Dims{s.k, s.n};
-        const fx::AxisPair contract{{ta ? 0 : 1}, {tb ? 1 : 0}};
-        std::vector<float> a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n));
-        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(std::sin(0.37 * double(i)));
-        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(std::cos(0.11 * double(i)));
-        std::vector<float> want(static_cast<size_t>(s.m * s.n));
-        fx::reference::dot_general(a.data(), ls, b.data(), rs, contract, {}, want.data());
-        for (int threads : {2, 1}) {
-          CAPTURE(threads);
-          fx::set_num_threads(threads);
-          std::vector<float> got(want.size(), -7.0f);
-          fx::cpu::gemm_detail::general_dot_general(a.data(), ls, b.data(), rs, contract, {}, got.data());
-          double worst = 0;
-          for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
-          CHECK(worst < 1e-5 * double(s.k));
-        }
-      }
-    }
-  }
-  fx::set_num_threads(before);
+  check_product_layouts<float>({{48, 48, 48}, {37, 90, 41}, {160, 160, 170}, {16, 16, 16}}, {2, 1}, 1e-5);
 }
 
 namespace {

@@ -173,9 +173,58 @@ bool dnnl_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
   return false;
 }
 
+/// Contraction lengths up to which a product tile of a floating type oneDNN does not take (f64)
+/// runs through panel_product rather than Eigen's blocked product: measured on tiles of
+/// 250 x 320 and 143 x 915 (bench W8's), the panels ran at 0.66-0.83x Eigen's time for k of 8 to
+/// 32 and 0.94-0.97x at 64 and 128, before counting the zero fill Eigen's product does first
+/// (8 % of the W8 objective at d = 64); from k = 256 the two were equal or Eigen faster. Whole
+/// products on one thread stay on Eigen: there the panels were 0.6-1.6x Eigen's time by shape
+/// (100000 x 32 x 32: 0.58x; 2000 x 2000 x 16, 32 MB of result: 1.56x); on several threads
+/// split_product runs them per slice.
+inline constexpr int64_t kPanelMaxK = 128;
+
+template <bool TransA, bool TransB, class A>
+void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k);  // below: f64 products of short contractions in registers
+
+/// Results this skinny (min(m, n)) or a contraction this short (panel_product's) make a large
+/// f64 product on several threads run as one slice per thread (split_product) instead of
+/// through Eigen's parallel product, which shares packed blocks and spin-waits for them. Two
+/// threads, best of 5 (bench/RESULTS.md, "f64 register panels"): 1000x800x32 1.00 -> 0.67 ms,
+/// 1000x3200x64 10.1 -> 5.2 ms (Eigen's took its one-thread time), 32x800x1000 (aT b) 1.05 ->
+/// 0.76 ms, 3200x64x1000 8.2 -> 7.4 ms; 1000^3 went the other way (19.6 -> 23.1 ms).
+inline constexpr int64_t kSplitSkinny = 64;
+
+/// blas_product's product on `threads` threads, each computing its own slice of c (rows, or
+/// columns when c is wider than tall) on its own: panel_product for short contractions, else
+/// Eigen's product on one thread.
+template <bool TransA, bool TransB, class A>
+void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k, int threads) {
+  const bool by_rows = m >= n;
+  auto slice = [&](int t, int nt) {
+    const int64_t extent = by_rows ? m : n, s0 = extent * t / nt, s1 = extent * (t + 1) / nt;
+    if (s1 == s0) return;
+    const A* as = by_rows ? a + (TransA ? s0 : s0 * lda) : a;
+    const A* bs = by_rows ? b : b + (TransB ? s0 * ldb : s0);
+    A* cs = by_rows ? c + s0 * ldc : c + s0;
+    const int64_t ms = by_rows ? s1 - s0 : m, ns = by_rows ? n : s1 - s0;
+    if (k <= kPanelMaxK) panel_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k);
+    else eigen_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k, 1);
+  };
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+  slice(omp_get_thread_num(), omp_get_num_threads());
+#else
+  (void)threads;
+  slice(0, 1);
+#endif
+}
+
 /// blas_product's product, m, n, k >= 1. Large products (kLargeWork) run on num_threads()
 /// threads, smaller ones on the calling thread: f32 through oneDNN when dnnl_product takes it,
-/// else through OpenBLAS when blas_for() says so (large ones), else through Eigen's product.
+/// else through OpenBLAS when blas_for() says so (large ones), else f64 ones on several threads
+/// that are skinny or short (kSplitSkinny) by split_product, else through Eigen's product.
 template <bool TransA, bool TransB, class A>
 void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
@@ -183,6 +232,10 @@ void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
   const int threads = large ? num_threads() : 1;
   if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads)) return;
   if (large && blas_for(m, n, k) && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
+  if constexpr (std::is_same_v<A, double>) {
+    if (threads > 1 && (std::min(m, n) <= kSplitSkinny || k <= kPanelMaxK))
+      return split_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads);
+  }
   eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads);
 }
 
@@ -419,14 +472,6 @@ bool thin_dispatch(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k
   return false;
 }
 
-/// Contraction lengths up to which a product tile of a floating type oneDNN does not take (f64)
-/// runs through panel_product rather than Eigen's blocked product: measured on tiles of
-/// 250 x 320 and 143 x 915 (bench W8's), the panels ran at 0.66-0.83x Eigen's time for k of 8 to
-/// 32 and 0.94-0.97x at 64 and 128, before counting the zero fill Eigen's product does first
-/// (8 % of the W8 objective at d = 64); from k = 256 the two were equal or Eigen faster. Whole
-/// products (not tiles) stay on Eigen: there the panels were 0.6-1.6x Eigen's time by shape
-/// (100000 x 32 x 32: 0.58x; 2000 x 2000 x 16, 32 MB of result: 1.56x).
-inline constexpr int64_t kPanelMaxK = 128;
 
 /// Rows and packets of panel_product's register block: as many accumulators as 3/4 of the
 /// vector registers hold (6 x 4 with AVX-512's 32 registers, 3 x 4 with 16), the rest for one
@@ -495,10 +540,13 @@ void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
   strided_gemm<TransA, TransB>(a, TransA ? m : k, b, TransB ? k : n, c, n, m, n, k);
 }
 
-/// c[b] = lhs[b] * rhs[b] for every batch b; blocks are contiguous and k >= 1.
+/// c[b] = lhs[b] * rhs[b] for every batch b; blocks are contiguous and k >= 1. When the batches
+/// together are large (kLargeWork) but each is not (each would run on the calling thread), the
+/// batches are split over num_threads() threads instead: W8's gradients are batches of 25-100
+/// per-component products of 1000 x d x d, which ran on one thread whatever the thread count.
 template <bool TransA, bool TransB, class A>
 void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int64_t n, int64_t k) {
-  for (int64_t i = 0; i < batch; ++i) {
+  auto one = [&](int64_t i) {
     const A* ai = a + i * m * k;
     const A* bi = b + i * k * n;
     A* ci = c + i * m * n;
@@ -513,7 +561,20 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
     } else {
       gemm<TransA, TransB>(ai, bi, ci, m, n, k);
     }
+  };
+  const double each = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = static_cast<int>(std::min<int64_t>(num_threads(), batch));
+#ifdef _OPENMP
+  if (threads > 1 && each < kLargeWork && each * static_cast<double>(batch) >= kLargeWork && !omp_in_parallel()) {
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      for (int64_t i = batch * t / nt; i < batch * (t + 1) / nt; ++i) one(i);
+    }
+    return;
   }
+#endif
+  for (int64_t i = 0; i < batch; ++i) one(i);
 }
 
 // The layout planning below runs per call in jit plans: its index lists are IndexVectors, so
