@@ -34,6 +34,10 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <boost/hana/adapt_struct.hpp>
 
 namespace fx = fluxion;
@@ -227,12 +231,17 @@ void reg(const std::string& name, Body body, benchmark::TimeUnit unit = benchmar
   })->UseRealTime()->Unit(unit);
 }
 
-/// Honour FLUXION_NUM_THREADS / OMP_NUM_THREADS where something can use them (Eigen built with
-/// OpenMP), and record the setting in the JSON context.
+/// Honour FLUXION_NUM_THREADS for the Eigen baselines too, and record the setting in the JSON
+/// context. Through the calling thread's OpenMP setting, not Eigen::setNbThreads: that one is a
+/// global override which also made Fluxion's own small Eigen products (kept on the calling thread
+/// by setting that thread's OpenMP count) start a 2-thread team, W8 objective d=10,K=5 on 2
+/// threads among them.
 inline void setup_threads() {
   const char* env = std::getenv("FLUXION_NUM_THREADS");
   int n = env ? std::atoi(env) : 0;
-  if (n > 0) Eigen::setNbThreads(n);
+#ifdef _OPENMP
+  if (n > 0) omp_set_num_threads(n);
+#endif
   benchmark::AddCustomContext("fluxion_num_threads", env ? env : "unset");
   benchmark::AddCustomContext("eigen_threads", std::to_string(Eigen::nbThreads()));
 #ifdef _OPENMP
