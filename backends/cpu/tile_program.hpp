@@ -266,13 +266,12 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   for (int i = 0; i < count; ++i) n_sums += program[i].kind == TileInstr::sum;
   alignas(64) T partial[kMaxTileSums * S];
   std::fill(partial, partial + n_sums * S, T(0));
-  const TileInstr* const program_end = program + count;
   // Each handler: a label (threaded) or case (switch) for its code, its body, then FLUXION_TILE_NEXT.
 #if FLUXION_TILE_THREADED
 #define FLUXION_TILE_HANDLER(name, code) name:
-#define FLUXION_TILE_NEXT          \
-  if (++in == program_end) goto tile_done; \
-  goto* handlers[in->code];
+#define FLUXION_TILE_NEXT \
+  ++in;                   \
+  goto** ++target;
   // Indexed by tile_code (the static_asserts below check the order).
   static const void* const handlers[] = {
       &&load_external, &&load_scratch, &&load_scalar, &&unary_neg, &&unary_exp, &&unary_log, &&unary_sqrt,
@@ -295,6 +294,19 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
 #undef FLUXION_TILE_MADD_LABELS_B
   };
   static_assert(sizeof(handlers) / sizeof(handlers[0]) == kTileCodes, "one handler per tile_code");
+  // Each instruction's handler address, and after the last the end of the tile: a dispatch is
+  // then two increments and an indirect jump (looking up the code in the table and comparing
+  // against the program's end took four more scalar instructions per handler, on the ports the
+  // vector instructions use).
+  thread_local std::vector<const void*> long_targets;  // programs longer than the inline array
+  const void* inline_targets[64];
+  const void** targets = inline_targets;
+  if (count + 1 > 64) {
+    if (long_targets.size() < static_cast<size_t>(count) + 1) long_targets.resize(static_cast<size_t>(count) + 1);
+    targets = long_targets.data();
+  }
+  for (int i = 0; i < count; ++i) targets[i] = handlers[program[i].code];
+  targets[count] = &&tile_done;
 #else
 #define FLUXION_TILE_HANDLER(name, code) case code:
 #define FLUXION_TILE_NEXT break;
@@ -305,13 +317,16 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
       td::flush_sums(partial, sums, n_sums);
       flush = std::min(e1, start + kSumFlushTiles * kTile);
     }
-    P acc[kTilePackets], b[kTilePackets], c[kTilePackets];
+    // The operand tiles b and c are declared in the handlers that use them: declared here, their
+    // lifetime spanned the whole program and GCC stored them to the stack in every handler.
+    P acc[kTilePackets];
     const TileInstr* in = program;
 #if FLUXION_TILE_THREADED
-    goto* handlers[in->code];
+    const void* const* target = targets;
+    goto** target;
     {
 #else
-    for (; in != program_end; ++in) {
+    for (const TileInstr* const program_end = program + count; in != program_end; ++in) {
       switch (in->code) {
 #endif
 #define FLUXION_TILE_LOAD(src, code)                                                 \
@@ -337,8 +352,11 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
 #define FLUXION_TILE_BINARY_CASE(op, src, rev, code)                                                 \
   FLUXION_TILE_HANDLER(binary_##op##_##src##_##rev, code)                                            \
   static_assert(tile_code(I::binary, TileOp::op, I::src, rev) == (code), "order");                  \
-  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                    \
-  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::binary_packet<TileOp::op, rev>(acc[k], b[k]); \
+  {                                                                                                  \
+    P b[kTilePackets];                                                                               \
+    td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                  \
+    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::binary_packet<TileOp::op, rev>(acc[k], b[k]); \
+  }                                                                                                  \
   FLUXION_TILE_NEXT
 #define FLUXION_TILE_BINARY(op, first)                                                                   \
   FLUXION_TILE_BINARY_CASE(op, external, false, first)                  \
@@ -381,9 +399,12 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   static_assert(tile_code(I::madd, form == 0 ? TileOp::add : TileOp::sub, I::bsrc, form == 2, I::csrc) == \
                     (code),                                                                               \
                 "order");                                                                                 \
-  td::load_operand<I::bsrc>(in->index, in->literal, bases, slots, start, acc, b);                        \
-  td::load_operand<I::csrc>(in->addend_index, in->addend_literal, bases, slots, start, acc, c);           \
-  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::madd_packet<form>(acc[k], b[k], c[k]);            \
+  {                                                                                                       \
+    P b[kTilePackets], c[kTilePackets];                                                                   \
+    td::load_operand<I::bsrc>(in->index, in->literal, bases, slots, start, acc, b);                      \
+    td::load_operand<I::csrc>(in->addend_index, in->addend_literal, bases, slots, start, acc, c);         \
+    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::madd_packet<form>(acc[k], b[k], c[k]);          \
+  }                                                                                                       \
   FLUXION_TILE_NEXT
 #define FLUXION_TILE_MADD_B(form, bsrc, first)                                             \
   FLUXION_TILE_MADD_CASE(form, bsrc, external, first)                                      \
