@@ -43,7 +43,7 @@ void finish_entry(Entry& e, Jaxpr traced, const std::vector<Tensor>& leaves) {
   e.call = std::make_shared<const JitCallParams>(std::make_shared<const Jaxpr>(passes::optimize(traced)), "jit");
 }
 
-void run_entry(const Entry& e, const std::vector<Tensor>& leaves, std::vector<Tensor>& outs) {
+void run_entry(const Entry& e, std::vector<Tensor>& leaves, std::vector<Tensor>& outs) {
   bool concrete = &current_interpreter() == &eval_interpreter() && e.leading_args.empty();
   for (const Tensor& t : leaves) concrete = concrete && !t.is_tracer();
   if (!concrete) {
@@ -66,7 +66,7 @@ void run_entry(const Entry& e, const std::vector<Tensor>& leaves, std::vector<Te
     plan = e.call->executable(device).get();  // owned by e.call's cache for e's lifetime
     e.cpu_plan.store(plan, std::memory_order_release);
   }
-  plan->run_unchecked(leaves, outs);
+  plan->run_unchecked(std::move(leaves), outs);
 }
 
 namespace {

@@ -102,6 +102,18 @@ TEST_CASE("jit: same values as eager, traced once per signature") {
   f(random_tensor({3, 4}, fx::f64, 1), random_tensor({3, 4}, fx::f64, 2));  // new dtype: retrace
   CHECK(traces == 3);
   CHECK(f.cache_size() == 3);
+  // Alternating signatures: each call finds its own entry (the latest one is matched first).
+  for (int i = 0; i < 3; ++i) {
+    fx::Tensor a = random_tensor({5}, fx::f32, 10 + i), b = random_tensor({5}, fx::f32, 20 + i);
+    check_close(f(a, b), fx::sin(a) * b + a * a / (b * b + 1.0));
+    check_close(f(x, y), fx::sin(x) * y + x * x / (y * y + 1.0));
+  }
+  CHECK(traces == 3);
+  // The caller's arguments are untouched by the call (the plan takes over its own copies).
+  const std::vector<float> x_before = x.to_vector<float>();
+  f(x, y);
+  REQUIRE(x.impl() != nullptr);
+  CHECK(x.to_vector<float>() == x_before);
 }
 
 TEST_CASE("jit: static arguments are part of the cache key, compared by value") {

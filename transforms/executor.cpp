@@ -1339,6 +1339,21 @@ void Executable::run(const std::vector<Tensor>& args, std::vector<Tensor>& outs)
 }
 
 void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
+  const std::vector<int32_t>& invars = jaxpr_->invars;
+  run_bound([&](State& s) {
+    for (size_t i = 0; i < args.size(); ++i) s.values[invars[i]] = args[i];
+  }, outs);
+}
+
+void Executable::run_unchecked(std::vector<Tensor>&& args, std::vector<Tensor>& outs) const {
+  const std::vector<int32_t>& invars = jaxpr_->invars;
+  run_bound([&](State& s) {
+    for (size_t i = 0; i < args.size(); ++i) s.values[invars[i]] = std::move(args[i]);
+  }, outs);
+}
+
+template <class BindArgs>
+void Executable::run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const {
   const Jaxpr& j = *jaxpr_;
   const Plan& plan = *plan_;
   std::unique_ptr<State> state = acquire();
@@ -1361,7 +1376,7 @@ void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tens
       self->release(std::move(st));
     }
   } restore{this, state, j, plan};
-  for (size_t i = 0; i < args.size(); ++i) s.values[j.invars[i]] = args[i];
+  bind_args(s);
   for (int32_t v : plan.output_vars) {
     Tensor& t = s.values[v];
     const auto& array = static_cast<const ArrayImpl&>(*t.impl());

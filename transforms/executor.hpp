@@ -24,6 +24,9 @@ class Executable {
   void run(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
   /// run() for arguments already known to match the traced avals (jit checked them).
   void run_unchecked(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
+  /// run_unchecked() taking the arguments over (`args` is left with empty tensors): no atomic
+  /// reference-count update per argument.
+  void run_unchecked(std::vector<Tensor>&& args, std::vector<Tensor>& outs) const;
   const Jaxpr& jaxpr() const { return *jaxpr_; }
   /// Human-readable plan: steps, fused groups and buffer assignment (debugging, tests).
   std::string describe() const;
@@ -36,6 +39,9 @@ class Executable {
  private:
   std::unique_ptr<State> acquire() const;
   void release(std::unique_ptr<State> s) const;
+  /// Runs the plan on a state whose inputs `bind_args(state)` sets.
+  template <class BindArgs>
+  void run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const;
 
   std::shared_ptr<const Jaxpr> jaxpr_;
   std::unique_ptr<Plan> plan_;
