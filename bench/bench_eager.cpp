@@ -11,6 +11,7 @@
 //
 //   gemm/<dtype>/<M>x<K>x<N>/<impl> M x K times K x N (N = 1: matrix-vector) through dot_general.
 //   elementwise/n=<N>/chain8/<impl> eight unfused elementwise ops, each allocating its result.
+//   elementwise/n=<N>/exp_f64_underflow/<impl> f64 exp where most results underflow (subnormals).
 //
 // Elementwise and overhead cases are single-threaded, so their times, bytes/s use CPU time
 // (Google Benchmark's default): on the shared 2-core development machine wall time mostly
@@ -280,6 +281,42 @@ void register_elementwise(int64_t n) {
   });
 }
 
+/// f64 exp of arguments in [-760, -660], most below -708 where exp underflows to subnormals:
+/// Fluxion's exp returns 0 there (ExpFlushToZero, backends/cpu/special_functions.hpp); Eigen's pexp
+/// scales through subnormal values, each a microcode assist (W8's logsumexp has such arguments).
+void register_exp_underflow(int64_t n) {
+  const std::string prefix = "elementwise/n=" + std::to_string(n) + "/exp_f64_underflow/";
+  auto inputs = [n] {
+    std::vector<double> v = random_values<double>(n, 5);
+    for (double& x : v) x = -710.0 + 50.0 * x;
+    return v;
+  };
+  auto reg = [&](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond);
+  };
+  reg("fluxion_lax", [=](benchmark::State& state) {
+    std::vector<double> v = inputs();
+    fx::Tensor x = fx::from_vector(v, fx::Shape{n});
+    const Eigen::ArrayXd want = Eigen::Map<const Eigen::ArrayXd>(v.data(), n).exp();
+    if (!check_close<double>(state, fx::lax::exp(x), want, 1e-300)) return;
+    for (auto _ : state) {
+      fx::Tensor r = fx::lax::exp(x);
+      benchmark::DoNotOptimize(r);
+    }
+    set_throughput(state, n, 2);
+  });
+  reg("eigen", [=](benchmark::State& state) {
+    std::vector<double> v = inputs();
+    const Eigen::ArrayXd x = Eigen::Map<const Eigen::ArrayXd>(v.data(), n);
+    for (auto _ : state) {
+      Eigen::ArrayXd r = x.exp();
+      benchmark::DoNotOptimize(r.data());
+      benchmark::ClobberMemory();
+    }
+    set_throughput(state, n, 2);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // (b2) an unfused chain of 8 elementwise ops: every op allocates a fresh N-element result and
 //      frees the previous one, so this measures the allocator as much as the kernels
@@ -447,6 +484,7 @@ void register_gemm_shape(int64_t m, int64_t k, int64_t n) {
 int main(int argc, char** argv) {
   register_overhead();
   for (int64_t n : {int64_t(1000000), int64_t(10000000)}) register_elementwise(n);
+  register_exp_underflow(1000000);
   for (int64_t n : {int64_t(1000000), int64_t(16000000)}) register_chain8(n);
   for (int64_t n : {int64_t(256), int64_t(1024)}) {
     register_gemm<float>(n);
@@ -461,6 +499,10 @@ int main(int argc, char** argv) {
   register_gemm_shape<float>(1024, 1024, 1);
   register_gemm_shape<double>(1000, 1000, 1000);
   register_gemm_shape<double>(1000, 1000, 1);  // the GEMVs of W5's logreg hvp: split over the threads
+  // Skinny and short f64 products (split_product on 2+ threads, panel_product per slice): W8's
+  // per-component products at d=64 with K=50 and K=100 components.
+  register_gemm_shape<double>(1000, 64, 3200);
+  register_gemm_shape<double>(1000, 64, 6400);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

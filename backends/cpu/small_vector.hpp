@@ -75,7 +75,7 @@ class SmallVector {
   }
 
  private:
-  T inline_[N];
+  T inline_[N] = {};  // value-initialised: copies of the object never read indeterminate slots
   size_t size_ = 0;
   bool spilled_ = false;
   std::vector<T> heap_;  // all the elements once spilled_
