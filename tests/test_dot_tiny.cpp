@@ -375,6 +375,18 @@ TEST_CASE("threads: large f64 products that are skinny or short run as one slice
   check_product_layouts<double>(shapes, {2, 3, 1}, 1e-12);
 }
 
+TEST_CASE("f64 products on one thread through the register panels: narrow results of short contractions, small results of long ones, every layout") {
+  // strided_gemm on the calling thread: n <= kPanelNarrow with k <= kPanelMaxK (W8's 1000 x d x d
+  // per-component products), or also m <= kPanelNarrow with k past kPanelMaxK (its d x d results
+  // of 1000-long contractions: k blocks added into c). Partial panels (n not a multiple of 32),
+  // row counts that leave 1..5 rows after the 6-row groups, k one past a block, and shapes just
+  // outside the rule (n = 65, or m = 65 with a long k) that stay on Eigen.
+  const std::vector<ProductShape> shapes = {{1000, 32, 32}, {1000, 64, 128}, {999, 33, 100}, {32, 32, 1000},
+                                            {5, 40, 300},   {64, 64, 129},   {61, 17, 257}, {200, 65, 64},
+                                            {65, 48, 400}};
+  check_product_layouts<double>(shapes, {1}, 1e-12);
+}
+
 TEST_CASE("threads: batches of small products that are large together are split over the threads, every layout") {
   // batched_product: 40 products of 200 x 32 x 24 (each below kLargeWork, together above) run as
   // a share of the batches per thread; GEMV, outer-product and dot batches take the same split.

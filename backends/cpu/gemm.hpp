@@ -195,6 +195,14 @@ void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
 /// 0.76 ms, 3200x64x1000 8.2 -> 7.4 ms; 1000^3 went the other way (19.6 -> 23.1 ms).
 inline constexpr int64_t kSplitSkinny = 64;
 
+/// Result columns up to which an f64 product runs through panel_product on the calling thread
+/// too, when its contraction is short (kPanelMaxK) or its result has at most this many rows:
+/// one or two panels, so op(a) is read once or twice. W8's gradients at d = 32 and 64 are
+/// batches of 1000 x d x d products and of d x d results of 1000-long contractions, where Eigen's
+/// product spent about as long packing both operands (pack_lhs, pack_rhs: 22 % of the d=32,K=25
+/// gradient on one thread) as in its kernel; at 100000 x 32 x 32 the panels took 0.58x its time.
+inline constexpr int64_t kPanelNarrow = 64;
+
 /// blas_product's product on `threads` threads, each computing its own slice of c (rows, or
 /// columns when c is wider than tall) on its own: panel_product for short contractions, else
 /// Eigen's product on one thread.
@@ -224,7 +232,8 @@ void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
 /// blas_product's product, m, n, k >= 1. Large products (kLargeWork) run on num_threads()
 /// threads, smaller ones on the calling thread: f32 through oneDNN when dnnl_product takes it,
 /// else through OpenBLAS when blas_for() says so (large ones), else f64 ones on several threads
-/// that are skinny or short (kSplitSkinny) by split_product, else through Eigen's product.
+/// that are skinny or short (kSplitSkinny) by split_product, f64 ones on one thread that are
+/// short and narrow (kPanelNarrow) by panel_product, else through Eigen's product.
 template <bool TransA, bool TransB, class A>
 void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
@@ -235,6 +244,8 @@ void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
   if constexpr (std::is_same_v<A, double>) {
     if (threads > 1 && (std::min(m, n) <= kSplitSkinny || k <= kPanelMaxK))
       return split_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads);
+    if (threads == 1 && n <= kPanelNarrow && (k <= kPanelMaxK || m <= kPanelNarrow))
+      return panel_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k);
   }
   eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads);
 }
@@ -482,46 +493,61 @@ inline constexpr int kPanelRows = static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_
 /// again per panel, however many rows the product has (tiles have up to about 250).
 inline constexpr int64_t kPanelRowBlock = 64 * kPanelRows;
 
-/// c (m x n, leading dim ldc) = op(a) op(b) on the calling thread, for k <= kPanelMaxK: op(b)'s
-/// columns are packed kPanelPackets packets at a time into a k x W panel (zero padded; it stays
-/// in L1), and each group of kPanelRows result rows is accumulated over k in registers against
-/// it, then stored once. Unlike Eigen's product, c is not zero filled first and op(a) is read
-/// in place (register_rows broadcasts its elements), so nothing but the panel is packed.
+/// c (m x n, leading dim ldc) = op(a) op(b) on the calling thread: op(b)'s columns are packed
+/// kPanelPackets packets at a time into a panel of at most kPanelMaxK x W (zero padded; it stays
+/// in L1), and each group of kPanelRows result rows is accumulated over the panel's rows in
+/// registers against it, then stored once. Unlike Eigen's product, c is not zero filled first and
+/// op(a) is read in place (register_rows broadcasts its elements), so nothing but the panel is
+/// packed. Contractions longer than kPanelMaxK run in blocks of it, each block after the first
+/// added into c (through `spill`).
 template <bool TransA, bool TransB, class A>
 void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                    int64_t k) {
   constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
   alignas(64) A panel[kPanelMaxK * W];
-  alignas(64) A spill[kPanelRows * W];  // a last, narrower panel's rows, before their copy into c
-  auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * lda + i] : a[i * lda + l]; };
-  auto row_b = [&](int64_t l) { return static_cast<const A*>(panel + l * W); };
+  alignas(64) A spill[kPanelRows * W];  // rows of a narrower panel or a later k block, before c
   for (int64_t i0 = 0; i0 < m; i0 += kPanelRowBlock) {
     const int64_t i1 = std::min(m, i0 + kPanelRowBlock);
     for (int64_t j0 = 0; j0 < n; j0 += W) {
       const int64_t w = std::min<int64_t>(W, n - j0);
-      for (int64_t l = 0; l < k; ++l) {
-        A* dst = panel + l * W;
-        if constexpr (TransB)
-          for (int64_t j = 0; j < w; ++j) dst[j] = b[(j0 + j) * ldb + l];
-        else
-          std::copy(b + l * ldb + j0, b + l * ldb + j0 + w, dst);
-        std::fill(dst + w, dst + W, A(0));
-      }
-      int64_t i = i0;
-      auto rows = [&](auto count) {
-        constexpr int R = decltype(count)::value;
-        if (w == W) {
-          register_rows<R, NP>(i, k, row_b, a_at, c + i * ldc + j0, ldc);
-        } else {
-          register_rows<R, NP>(i, k, row_b, a_at, spill, W);
-          for (int r = 0; r < R; ++r) std::copy(spill + r * W, spill + r * W + w, c + (i + r) * ldc + j0);
+      for (int64_t l0 = 0; l0 < k; l0 += kPanelMaxK) {
+        const int64_t kb = std::min(kPanelMaxK, k - l0);
+        // Whole panels of a row-major op(b) are read where they are (a copy per row was a call
+        // to memmove of 32 elements: 8 % of W8's d=32 gradient).
+        const bool in_place = !TransB && w == W;
+        for (int64_t l = 0; l < kb && !in_place; ++l) {
+          A* dst = panel + l * W;
+          if constexpr (TransB)
+            for (int64_t j = 0; j < w; ++j) dst[j] = b[(j0 + j) * ldb + l0 + l];
+          else
+            std::copy(b + (l0 + l) * ldb + j0, b + (l0 + l) * ldb + j0 + w, dst);
+          std::fill(dst + w, dst + W, A(0));
         }
-        i += R;
-      };
-      while (i1 - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
-      if constexpr (kPanelRows > 4) if (i1 - i >= 4) rows(std::integral_constant<int, 4>());
-      if (i1 - i >= 2) rows(std::integral_constant<int, 2>());
-      if (i1 - i >= 1) rows(std::integral_constant<int, 1>());
+        auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[(l0 + l) * lda + i] : a[i * lda + l0 + l]; };
+        auto row_b = [&](int64_t l) {
+          return in_place ? b + (l0 + l) * ldb + j0 : static_cast<const A*>(panel + l * W);
+        };
+        int64_t i = i0;
+        auto rows = [&](auto count) {
+          constexpr int R = decltype(count)::value;
+          if (w == W && l0 == 0) {
+            register_rows<R, NP>(i, kb, row_b, a_at, c + i * ldc + j0, ldc);
+          } else {
+            register_rows<R, NP>(i, kb, row_b, a_at, spill, W);
+            for (int r = 0; r < R; ++r) {
+              A* out = c + (i + r) * ldc + j0;
+              const A* in = spill + r * W;
+              if (l0 == 0) std::copy(in, in + w, out);
+              else for (int64_t j = 0; j < w; ++j) out[j] += in[j];
+            }
+          }
+          i += R;
+        };
+        while (i1 - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
+        if constexpr (kPanelRows > 4) if (i1 - i >= 4) rows(std::integral_constant<int, 4>());
+        if (i1 - i >= 2) rows(std::integral_constant<int, 2>());
+        if (i1 - i >= 1) rows(std::integral_constant<int, 1>());
+      }
     }
   }
 }
