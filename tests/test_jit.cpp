@@ -544,11 +544,14 @@ TEST_CASE("jit: a large product read only by one fused group is computed by tile
     fx::Shape x, w;
     fx::AxisPair contract;
   };
-  // Products of 0.3-0.4 M elements (from 1.3 MB in f32): 2 x 2 tiles of 150-151 x 650-655.
+  // Products of 0.3-0.4 M elements (from 1.3 MB in f32): 2 x 2 tiles of 150-151 x 650-655;
+  // and tiles of whole rows (401 x 700: 3 tiles of 134 x 700), which the group runs as one range
+  // of the product's elements each, the broadcast's rows then copied per block.
   const std::vector<Case> cases = {{{301, 24}, {24, 1301}, {{1}, {0}}},
                                    {{24, 301}, {1301, 24}, {{0}, {1}}},
                                    {{301, 24}, {7, 187, 24}, {{1}, {2}}},
-                                   {{3, 100, 16}, {16, 1101}, {{2}, {0}}}};
+                                   {{3, 100, 16}, {16, 1101}, {{2}, {0}}},
+                                   {{401, 24}, {24, 700}, {{1}, {0}}}};
   const int before = fx::num_threads();
   for (int threads : {1, 2}) {
     fx::set_num_threads(threads);
@@ -573,6 +576,7 @@ TEST_CASE("jit: a large product read only by one fused group is computed by tile
         fx::Tensor b = random_tensor(fx::Shape(free_w), dtype, 43);
         auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(x, w, b), fx::Device::cpu());
         CHECK_MESSAGE(exe->describe().find("tiles") != std::string::npos, exe->describe());
+        if (c.w == fx::Shape{24, 700}) CHECK_MESSAGE(exe->describe().find("x700 tiles") != std::string::npos, exe->describe());
         // No buffer holds the product.
         const int64_t product_bytes = c.x.num_elements() / c.x[c.contract.first[0]] *
                                       (c.w.num_elements() / c.w[c.contract.second[0]]) *
