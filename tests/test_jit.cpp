@@ -287,6 +287,25 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
                   plan);
     check_close(fx::jit(fx::grad(w1))(x), fx::grad(w1)(x));
   }
+  {
+    // A program longer than the interpreter's inline array of handler addresses (64) takes the
+    // per-thread array instead: a chain of 90 members, on 1 and 2 threads.
+    auto chain = [](const fx::Tensor& x) {
+      fx::Tensor y = x;
+      for (int i = 0; i < 30; ++i) y = fx::tanh(y * 1.25 + x) - 0.125 * x;
+      return y;
+    };
+    fx::Tensor x = random_tensor({5003}, fx::f32, 45);
+    const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(chain)(x), fx::Device::cpu())->describe();
+    const size_t at = plan.find("register program of ");
+    REQUIRE_MESSAGE(at != std::string::npos, plan);
+    CHECK_MESSAGE(std::stoi(plan.substr(at + 20)) > 64, plan);
+    for (int threads : {1, 2}) {
+      fx::set_num_threads(threads);
+      check_within({fx::jit(chain)(x)}, {chain(fx::lax::convert_element_type(x, fx::f64))}, 1e-4);
+    }
+    fx::set_num_threads(before);
+  }
   // A member without a tile form (sin) keeps the whole group on the block path.
   auto g = [](const fx::Tensor& x) { return fx::sin(x) * x + 1.0; };
   fx::Tensor x = random_tensor({1000}, fx::f32, 43);

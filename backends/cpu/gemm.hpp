@@ -178,9 +178,9 @@ bool dnnl_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
 /// 250 x 320 and 143 x 915 (bench W8's), the panels ran at 0.66-0.83x Eigen's time for k of 8 to
 /// 32 and 0.94-0.97x at 64 and 128, before counting the zero fill Eigen's product does first
 /// (8 % of the W8 objective at d = 64); from k = 256 the two were equal or Eigen faster. Whole
-/// products on one thread stay on Eigen: there the panels were 0.6-1.6x Eigen's time by shape
-/// (100000 x 32 x 32: 0.58x; 2000 x 2000 x 16, 32 MB of result: 1.56x); on several threads
-/// split_product runs them per slice.
+/// products on one thread stay on Eigen unless their result is narrow (kPanelNarrow): by shape
+/// the panels took 0.6-1.6x Eigen's time (100000 x 32 x 32: 0.58x; 2000 x 2000 x 16, 32 MB of
+/// result: 1.56x); on several threads split_product runs them per slice.
 inline constexpr int64_t kPanelMaxK = 128;
 
 template <bool TransA, bool TransB, class A>
@@ -232,8 +232,9 @@ void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
 /// blas_product's product, m, n, k >= 1. Large products (kLargeWork) run on num_threads()
 /// threads, smaller ones on the calling thread: f32 through oneDNN when dnnl_product takes it,
 /// else through OpenBLAS when blas_for() says so (large ones), else f64 ones on several threads
-/// that are skinny or short (kSplitSkinny) by split_product, f64 ones on one thread that are
-/// short and narrow (kPanelNarrow) by panel_product, else through Eigen's product.
+/// that are skinny or short (kSplitSkinny) by split_product, f64 ones on one thread with a
+/// narrow result and a short contraction or few rows (kPanelNarrow) by panel_product, else
+/// through Eigen's product.
 template <bool TransA, bool TransB, class A>
 void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
