@@ -495,11 +495,12 @@ TEST_CASE("jit: comparisons and dtype conversions fuse with the arithmetic aroun
   }
 }
 
-TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-output sums") {
+TEST_CASE("jit: sums over leading, trailing or middle dims end fused groups as per-output sums") {
   // sum(f(x), axes) is accumulated block by block; rows cross blocks (700, 3 columns), are longer
   // than a block (2048), come from a broadcast (one value per block row), and the sums feed a
   // broadcast back into the same shape (which must wait for the whole group). Leading axes
-  // (column sums, bias gradients) and trailing axes; 2^17 elements and more run on every thread.
+  // (column sums, bias gradients), trailing axes and middle axes (runs of the trailing dims add
+  // into runs of outputs); 2^17 elements and more run on every thread.
   struct Case {
     fx::Shape shape;
     std::vector<int64_t> axes;
@@ -514,7 +515,13 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
                                    // rows of 8, 32, 64: eight rows at a time (sum_8_rows)
                                    {{2000, 8}, {1}}, {{500, 32}, {1}}, {{300, 64}, {1}}, {{7, 50, 32}, {2}},
                                    // 2..7 whole rows in a range: the other accumulators stay zero
-                                   {{5, 64}, {1}}, {{3, 40}, {1}}, {{2, 7, 48}, {2}}};
+                                   {{5, 64}, {1}}, {{3, 40}, {1}}, {{2, 7, 48}, {2}},
+                                   // rows of 9..63 not a multiple of 8: the row's last 8, masked
+                                   {{1000, 10}, {1}}, {{3001, 13}, {1}}, {{70, 9}, {1}}, {{20000, 10}, {1}},
+                                   // middle dims: runs of 10, 3, 64 (whole periods of 40, 24, 64
+                                   // elements at once), 100 (longer than a period), on every thread
+                                   {{100, 1000, 10}, {1}}, {{7, 333, 3}, {1}}, {{4, 300, 64}, {1}},
+                                   {{3, 301, 100}, {1}}, {{4, 30, 20, 10}, {1, 2}}, {{3, 5, 2}, {1}}};
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {
       CAPTURE(c.shape);
@@ -553,6 +560,39 @@ TEST_CASE("jit: sums over leading or trailing dims end fused groups as per-outpu
   auto exe = fx::compile_jaxpr(fx::make_jaxpr(g)(xi), fx::Device::cpu());
   CHECK(exe->describe().find("row sums") == std::string::npos);
   check_close(fx::jit(g)(xi), g(xi));
+}
+
+TEST_CASE("jit: a sum joins the group computing its operand when a product reads that operand first") {
+  // W8's gradient: y = 2 x c (a [K, n, d] group) is read by a batched product, then summed over
+  // n. The sum is planned right after y, so the group keeps its sums instead of a reduce_sum
+  // kernel reading y again; the product still reads the stored y.
+  const int before = fx::num_threads();
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    for (int threads : {1, 2}) {
+      CAPTURE(dtype);
+      CAPTURE(threads);
+      fx::set_num_threads(threads);
+      auto f = [](const fx::Tensor& x, const fx::Tensor& c, const fx::Tensor& w) {
+        fx::Tensor y = x * fx::expand_dims(c, 2);
+        y = y + y;
+        fx::Tensor p = fx::matmul(fx::transpose(y, {0, 2, 1}), w);  // [K, d, d]
+        return std::make_tuple(p, fx::sum(y, {1}), fx::sum(y, {2}));
+      };
+      fx::Tensor x = random_tensor({20, 500, 10}, dtype, 41);
+      fx::Tensor c = random_tensor({20, 500}, dtype, 42);
+      fx::Tensor w = random_tensor({20, 500, 10}, dtype, 43);
+      auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(x, c, w), fx::Device::cpu());
+      const std::string plan = exe->describe();
+      CHECK_MESSAGE(plan.find("reduce_sum") == std::string::npos, plan);
+      CHECK_MESSAGE(plan.find("2 row sums") != std::string::npos, plan);
+      auto got = fx::jit(f)(x, c, w);
+      auto want = f(fx::lax::convert_element_type(x, fx::f64), fx::lax::convert_element_type(c, fx::f64),
+                    fx::lax::convert_element_type(w, fx::f64));
+      check_within({std::get<0>(got), std::get<1>(got), std::get<2>(got)},
+                   {std::get<0>(want), std::get<1>(want), std::get<2>(want)}, dtype == fx::f32 ? 1e-4 : 1e-10);  // f32 products of 500 terms
+    }
+  }
+  fx::set_num_threads(before);
 }
 
 TEST_CASE("jit: a large product read only by one fused group is computed by tiles, matching eager") {

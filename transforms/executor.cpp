@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
@@ -365,7 +366,7 @@ void compile_tile_program(Step& step) {
   for (const FusedMember& m : step.members) {
     if (m.broadcast || m.row > 0 || m.in_dtype != dtype || (m.out_dtype != dtype)) return;
     if (m.reduce) {
-      if (m.layout.outputs != 1 || m.layout.columns || ++sums > kMaxTileSums) return;
+      if (m.layout.outputs != 1 || ++sums > kMaxTileSums) return;
       continue;
     }
     if (cpu::tile_op_arity(m.tile_op) != m.num_inputs) return;
@@ -901,50 +902,97 @@ void sum_short_rows(const T* p, int64_t rows, double* acc) {
 
 #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)  // __builtin_shufflevector
 #define FLUXION_EIGHT_ROW_SUMS 1
-/// Rows up to this long (and a multiple of 8) are summed eight at a time by sum_8_rows.
+/// Rows of 8 to this many elements are summed eight at a time by sum_rows_by_8.
 constexpr int64_t kEightRowMax = 64;
 typedef double EightDoubles __attribute__((vector_size(64)));
+typedef int64_t EightLongs __attribute__((vector_size(64)));
 
-/// acc[0, count) += the sums of the `count` (2..8) consecutive rows of `row` elements (a multiple
-/// of 8) at p: one 8-lane accumulator per row, then a transpose-and-add tree puts the 8 sums in
-/// one vector. Per row this is row / 8 vector adds and 21 / 8 shuffles or adds, against a whole
-/// lane_sum's setup and 8-lane combine (rows of 32 and 64: W8's sums of squares, 11 % of its
-/// objective at d=32). Fewer than 8 rows (a tile row of W8's d=64,K=5 product holds 5) leave
-/// the other accumulators at zero: lane_sum<32> on each was 7.5 % of that objective.
+/// acc[0, rows) += the sums of `rows` consecutive rows of `row` (8 or more) elements at p, eight
+/// rows at a time: one 8-lane accumulator per row, then a transpose-and-add tree puts the 8 sums
+/// in one vector. A row's last `row % 8` elements come from the 8 that end the row, the lanes
+/// already counted masked off (never a read outside the row). Per row this is row / 8 (+1)
+/// vector adds and 21 / 8 shuffles or adds, against a whole lane_sum's setup and 8-lane combine
+/// (rows of 32 and 64: W8's sums of squares, 11 % of its objective at d=32; rows of 10, added by
+/// two scalar chains, were 26 % of its objective at d=10). A last group of fewer than 8 rows (a
+/// tile row of W8's d=64,K=5 product holds 5) leaves the other accumulators at zero: lane_sum<32>
+/// on each was 7.5 % of that objective.
 template <class T>
-FLUXION_WIDE_VECTORS void sum_8_rows(const T* p, int64_t row, int count, double* acc) {
+FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, double* acc) {
   typedef T EightT __attribute__((vector_size(8 * sizeof(T))));
-  EightDoubles a[8];
-  for (int r = 0; r < 8; ++r) {
-    EightDoubles sum = {};
-    for (int64_t i = 0; r < count && i < row; i += 8) {
-      EightT v;
-      std::memcpy(&v, p + r * row + i, sizeof v);
-      sum += __builtin_convertvector(v, EightDoubles);
+  const int64_t whole = row / 8 * 8, tail = row - whole;
+  EightLongs keep;  // lanes of a row's last 8 elements not yet counted
+  for (int l = 0; l < 8; ++l) keep[l] = l >= 8 - tail ? -1 : 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += 8, p += 8 * row, acc += 8) {
+    const int64_t count = std::min<int64_t>(8, rows - r0);
+    EightDoubles a[8];
+    for (int r = 0; r < 8; ++r) {
+      EightDoubles sum = {};
+      if (r < count) {
+        const T* q = p + r * row;
+        for (int64_t i = 0; i < whole; i += 8) {
+          EightT v;
+          std::memcpy(&v, q + i, sizeof v);
+          sum += __builtin_convertvector(v, EightDoubles);
+        }
+        if (tail > 0) {
+          EightT v;
+          std::memcpy(&v, q + row - 8, sizeof v);
+          sum += (EightDoubles)((EightLongs)__builtin_convertvector(v, EightDoubles) & keep);
+        }
+      }
+      a[r] = sum;
     }
-    a[r] = sum;
-  }
-  EightDoubles t[4], u[2];
-  for (int k = 0; k < 4; ++k)  // pairs of lanes: [row 2k, row 2k+1] interleaved
-    t[k] = __builtin_shufflevector(a[2 * k], a[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
-           __builtin_shufflevector(a[2 * k], a[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-  for (int k = 0; k < 2; ++k)  // quads: rows 4k..4k+3, then again for the upper half
-    u[k] = __builtin_shufflevector(t[2 * k], t[2 * k + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
-           __builtin_shufflevector(t[2 * k], t[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
-  EightDoubles sums = __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
-                      __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
-  if (count == 8) {
-    EightDoubles old;
-    std::memcpy(&old, acc, sizeof old);
-    old += sums;
-    std::memcpy(acc, &old, sizeof old);
-  } else {
-    for (int r = 0; r < count; ++r) acc[r] += sums[r];
+    EightDoubles t[4], u[2];
+    for (int k = 0; k < 4; ++k)  // pairs of lanes: [row 2k, row 2k+1] interleaved
+      t[k] = __builtin_shufflevector(a[2 * k], a[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+             __builtin_shufflevector(a[2 * k], a[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    for (int k = 0; k < 2; ++k)  // quads: rows 4k..4k+3, then again for the upper half
+      u[k] = __builtin_shufflevector(t[2 * k], t[2 * k + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+             __builtin_shufflevector(t[2 * k], t[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+    EightDoubles sums = __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+                        __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
+    if (count == 8) {
+      EightDoubles old;
+      std::memcpy(&old, acc, sizeof old);
+      old += sums;
+      std::memcpy(acc, &old, sizeof old);
+    } else {
+      for (int r = 0; r < count; ++r) acc[r] += sums[r];
+    }
   }
 }
 #else
 #define FLUXION_EIGHT_ROW_SUMS 0
 #endif
+
+/// Periods (whole groups of rows that fill whole vectors) of sums over a middle dim are added
+/// by sum_periods when they are at most this long.
+constexpr int64_t kMaxSumPeriod = 64;
+
+/// acc[j % inner] += the sums of element j of `chunks` consecutive periods of P elements at p (P
+/// a multiple of `inner` and of 8): P partial sums in registers, folded onto `inner` outputs at
+/// the end. W8's gradient sums [K, n, d] over n: runs of d = 10 added one by one took 18 % of it.
+template <int P, class T>
+FLUXION_WIDE_VECTORS void sum_periods(const T* p, int64_t chunks, double* acc, int64_t inner) {
+  double s[P] = {};
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int j = 0; j < P; ++j) s[j] += static_cast<double>(p[c * P + j]);
+  for (int j = 0; j < P; ++j) acc[j % inner] += s[j];
+}
+
+template <class T>
+void sum_periods(const T* p, int64_t chunks, int64_t period, double* acc, int64_t inner) {
+  switch (period / 8) {
+    case 1: return sum_periods<8>(p, chunks, acc, inner);
+    case 2: return sum_periods<16>(p, chunks, acc, inner);
+    case 3: return sum_periods<24>(p, chunks, acc, inner);
+    case 4: return sum_periods<32>(p, chunks, acc, inner);
+    case 5: return sum_periods<40>(p, chunks, acc, inner);
+    case 6: return sum_periods<48>(p, chunks, acc, inner);
+    case 7: return sum_periods<56>(p, chunks, acc, inner);
+    default: return sum_periods<64>(p, chunks, acc, inner);
+  }
+}
 
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
 /// value when `one`) into its per-output sums `acc` (double, whatever the operand's float type).
@@ -953,17 +1001,32 @@ void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, 
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       const T* x = reinterpret_cast<const T*>(src);
-      if (m.layout.columns) {  // element i adds into output i % outputs: runs along the outputs
-        const int64_t outputs = m.layout.outputs;
-        for (int64_t done = 0, c = start % outputs; done < len; c = 0) {
-          const int64_t run = std::min(outputs - c, len - done);
-          double* a = acc + c;
+      if (m.layout.inner > 1) {  // runs of `inner` elements add into runs of outputs
+        const int64_t inner = m.layout.inner, span = m.layout.row * inner;
+        const int64_t period = std::lcm(inner, int64_t(8));
+        int64_t outer = start / span, q = start % span, c = q % inner;  // q: position in the span
+        for (int64_t done = 0; done < len;) {
+          if (!one && c == 0 && period <= kMaxSumPeriod) {
+            const int64_t chunks = std::min(len - done, span - q) / period;
+            if (chunks > 0) {
+              sum_periods(x + done, chunks, period, acc + outer * inner, inner);
+              done += chunks * period, q += chunks * period;
+              if (q == span) q = 0, ++outer;
+              continue;
+            }
+          }
+          const int64_t run = std::min(inner - c, len - done);
+          double* a = acc + outer * inner + c;
           if (one) {
             for (int64_t i = 0; i < run; ++i) a[i] += static_cast<double>(x[0]);
           } else {
             for (int64_t i = 0; i < run; ++i) a[i] += static_cast<double>(x[done + i]);
           }
-          done += run;
+          done += run, q += run, c += run;
+          if (c == inner) {
+            c = 0;
+            if (q == span) q = 0, ++outer;
+          }
         }
         return;
       }
@@ -983,11 +1046,11 @@ void add_row_sums(const FusedMember& m, const char* src, bool one, double* acc, 
           continue;
         }
 #if FLUXION_EIGHT_ROW_SUMS
-        if (!one && c == 0 && row % 8 == 0 && row <= kEightRowMax && len - done >= 2 * row) {
-          const int count = static_cast<int>(std::min<int64_t>(8, (len - done) / row));
-          sum_8_rows(x + done, row, count, acc + r);
-          done += count * row;
-          r += count - 1;  // and the loop's ++r
+        if (!one && c == 0 && row >= 8 && row <= kEightRowMax && len - done >= 2 * row) {
+          const int64_t rows = (len - done) / row;
+          sum_rows_by_8(x + done, row, rows, acc + r);
+          done += rows * row;
+          r += rows - 1;  // and the loop's ++r
           continue;
         }
 #endif

@@ -27,20 +27,19 @@ std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equati
   const std::vector<int64_t> axes = passes::simplify_detail::int_list_param(*e.params, "axes");
   const int64_t rank = in.shape.size(), k = static_cast<int64_t>(axes.size());
   if (k == 0) return std::nullopt;
-  // Axes are sorted and unique: they are the leading k dims, or the trailing k dims.
-  bool leading = true, trailing = true;
-  int64_t reduced = 1;
+  // Axes are sorted and unique: they must be one run of adjacent dims.
+  int64_t reduced = 1, inner = 1;
   for (int64_t i = 0; i < k; ++i) {
     const int64_t a = axes[static_cast<size_t>(i)];
-    leading = leading && a == i;
-    trailing = trailing && a == rank - k + i;
+    if (a != axes[0] + i) return std::nullopt;
     reduced *= in.shape[a];
   }
-  if (reduced < 2 || !(leading || trailing)) return std::nullopt;
+  for (int64_t d = axes[0] + k; d < rank; ++d) inner *= in.shape[d];
+  if (reduced < 2) return std::nullopt;
   FusedReduction r;
   r.outputs = n / reduced;
   r.row = reduced;
-  r.columns = !trailing;  // a full reduction counts as trailing (one output)
+  r.inner = inner;
   return r;
 }
 
@@ -104,6 +103,33 @@ int64_t row_run_of(const Jaxpr& jaxpr, const Equation& e) {
   const bool rows = (dims.size() == 2 && src[0] == 1 && src[1] == 0) || (dims.size() == 1 && src[0] == 0);
   return rows ? dims.back() : 0;
 }
+
+/// Program order, except that each sum a group may end with (fusible_reduction) comes right after
+/// the fusible equation computing its operand: a product reading that operand first would close
+/// the group before the sum could join it (W8's gradient sums a [K, n, d] value over n after a
+/// product reads it: a separate pass over 8 MB). A sum reads one value, so the order stays valid.
+std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, Backend backend) {
+  const auto count = static_cast<int32_t>(jaxpr.equations.size());
+  std::vector<int32_t> order;
+  order.reserve(static_cast<size_t>(count));
+  std::vector<bool> computed_in_group(jaxpr.avals.size(), false), moved(static_cast<size_t>(count), false);
+  std::vector<std::vector<int32_t>> sums_of(jaxpr.avals.size());
+  for (int32_t i = 0; i < count; ++i) {
+    const Equation& e = jaxpr.equations[i];
+    if (backend == Backend::cpu && fusible_reduction(jaxpr, e) && computed_in_group[e.inputs[0].var]) {
+      sums_of[e.inputs[0].var].push_back(i);
+      moved[static_cast<size_t>(i)] = true;
+    } else if (fusible(jaxpr, e, backend)) {
+      for (int32_t v : e.outputs) computed_in_group[v] = true;
+    }
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    if (moved[static_cast<size_t>(i)]) continue;
+    order.push_back(i);
+    for (int32_t v : jaxpr.equations[i].outputs) order.insert(order.end(), sums_of[v].begin(), sums_of[v].end());
+  }
+  return order;
+}
 }  // namespace
 
 RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group) {
@@ -157,7 +183,7 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
   // Outputs of reductions that end a group: readers always wait for the whole group.
   std::vector<bool> reduced(jaxpr.avals.size(), false);
   int next_id = 0;
-  for (int32_t i = 0; i < static_cast<int32_t>(jaxpr.equations.size()); ++i) {
+  for (int32_t i : reductions_first(jaxpr, backend)) {
     const Equation& e = jaxpr.equations[i];
     // A sum over trailing dims of a value computed by an open group joins it (the group keeps
     // per-row sums instead of writing the value out for a separate reduction kernel).

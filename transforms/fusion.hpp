@@ -20,11 +20,13 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
 bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e);
 
 /// How a reduce_sum a fused group can end with maps input elements (row-major index i) to its
-/// outputs: trailing dims reduced, output i / row; or leading dims reduced (`columns`), output
-/// i % outputs. Floating dtypes only, at least 2 elements per output.
+/// outputs when it reduces one run of adjacent dims: output (i / (row * inner)) * inner + i % inner,
+/// `inner` being the elements of the dims after the reduced ones (1: trailing dims reduced,
+/// output i / row; `outputs`: leading dims reduced, output i % outputs). Floating dtypes only, at
+/// least 2 elements per output.
 struct FusedReduction {
   int64_t outputs = 0, row = 0;  // row: input elements per output
-  bool columns = false;
+  int64_t inner = 1;
 };
 /// The layout of `e` when it is such a reduce_sum, else nullopt.
 std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equation& e);
