@@ -228,9 +228,9 @@ void check_register_layout() {
     for (int64_t m : {1, 2, 3, 5, 7, 64, 1001})
       for (int64_t k : {1, 5, 10, 16})
         if (n <= most && k <= most) shapes.push_back({m, n, k});
-  if (!TransB)  // short: small m, long contraction
+  if (!TransB)  // short: small m, long contraction (9..16 rows: one pass of 12 or 16 rows)
     for (int64_t n : {5, 10, 16})
-      for (int64_t m : {2, 5, 10, 16})
+      for (int64_t m : {2, 5, 8, 9, 10, 12, 13, 16})
         for (int64_t k : {17, 300})
           if (n <= most && m <= most) shapes.push_back({m, n, k});
   for (const auto& [m, n, k] : shapes) {

@@ -378,6 +378,9 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
       // The whole operand repeated along leading dims, longer than a block: blocks inside one
       // repetition read it in place, blocks across two are copied.
       {{1500}, {5, 1500}, {1}}, {{3000}, {4, 3000}, {1}}, {{2, 1200}, {3, 2, 1200}, {1, 2}},
+      // Shorter than a block, in groups of 4096 elements or more: blocks read a replica of the
+      // operand repeated to a block's length plus a period, on every thread.
+      {{160}, {1000, 160}, {1}}, {{1023}, {5, 1023}, {1}}, {{3}, {70000, 3}, {1}}, {{2, 10}, {300, 2, 10}, {1, 2}},
   };
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {
@@ -390,6 +393,11 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
       fx::Tensor v = random_tensor(c.v_shape, dtype, 11);
       fx::Tensor w = random_tensor(c.shape, dtype, 12);
       check_close(fx::jit(f)(v, w), f(v, w));
+      const bool short_period = c.v_shape.num_elements() < 1024 && c.dims.front() > 0;
+      if (short_period && c.shape.num_elements() >= 4096) {
+        const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(v, w), fx::Device::cpu())->describe();
+        CHECK_MESSAGE(plan.find("periodic replicas") != std::string::npos, plan);
+      }
     }
   }
 }

@@ -67,6 +67,8 @@ struct FusedOperand {
 };
 
 constexpr int kMaxFusedInputs = 4;
+/// Fused groups with at least this many elements get replicas of their short periodic operands.
+constexpr int64_t kReplicaMinElements = 4 * kBlock;
 constexpr int kMaxUniformSlots = 64;  // scratch slots whose one-value state the block loop tracks
 
 struct FusedMember {
@@ -77,6 +79,10 @@ struct FusedMember {
   // > 0: the broadcast repeats its whole operand (contiguous, `period` elements) along leading
   // dims; a block inside one repetition is read from the operand in place (no copy).
   int64_t period = 0;
+  // >= 0: bases[replica] holds `replica_len` elements of the operand repeated (built once per
+  // call, see Step::replica_bytes), so that blocks spanning repetitions are read in place too.
+  int32_t replica = -1;
+  int64_t replica_len = 0;
   BlockKernel block = nullptr;
   RowBlockKernel row_block = nullptr;
   TileOp tile_op = TileOp::none;
@@ -109,6 +115,10 @@ struct Step {
   // member).
   bool track_uniform = false;  // doubles per thread for the reduce members' row sums
   bool periodic_views = false;  // some broadcast member has a period (and scratch_slots <= kMaxUniformSlots)
+  // Bytes of the members' replicas (FusedMember::replica: bases after the externals', each
+  // 64-byte aligned), built from their operands before the group runs.
+  int64_t replica_bytes = 0;
+  int32_t replicas = 0;
   // A product computed by tiles inside this group (Primitive::tile): its output is the group's
   // external `tiled_external`, never stored whole; each tile_rows x tile_cols tile of its m x n
   // matrix view is written to a per-thread buffer and the group runs on that tile's elements
@@ -144,6 +154,7 @@ struct Executable::Plan {
   int32_t max_externals = 0;
   int32_t max_inputs = 0, max_outputs = 0;
   int64_t max_tile_bytes = 0;           // one tile buffer (per thread)
+  int64_t max_replica_bytes = 0;        // one step's periodic replicas (shared by the threads)
 };
 
 struct Executable::State {
@@ -163,6 +174,8 @@ struct Executable::State {
   char* tiles = nullptr;                // tile_storage aligned to 64 bytes
   int64_t tile_stride = 0;              // bytes per thread: max_tile_bytes rounded up to 64
   std::vector<char*> tile_bases;        // threads x bases.size(): each thread's bases while tiling
+  std::vector<double> replica_storage;  // plan.max_replica_bytes, for the running step's replicas
+  char* replicas = nullptr;             // replica_storage aligned to 64 bytes
 };
 
 namespace executor_detail {
@@ -344,6 +357,17 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
   for (const FusedMember& m : step.members)
     step.periodic_views = step.periodic_views || (m.period > 0 && m.output.source == FusedOperand::scratch);
   step.periodic_views = step.periodic_views && step.scratch_slots <= kMaxUniformSlots;
+  // Periods shorter than a block: every block spans repetitions and would copy the operand into
+  // scratch, repetition by repetition (W8's d=32,K=5 objective: rows of 160 repeated over its
+  // tiles of whole rows, 7 % of its time). A replica of a block's length plus a period serves
+  // every block in place. Only for large groups: building it costs about a block's copy per call.
+  if (step.periodic_views && step.n >= kReplicaMinElements)
+    for (FusedMember& m : step.members) {
+      if (m.period <= 0 || m.period >= kBlock || m.output.source != FusedOperand::scratch) continue;
+      m.replica = static_cast<int32_t>(step.externals.size()) + step.replicas++;
+      m.replica_len = (kBlock + 2 * m.period - 2) / m.period * m.period;  // >= kBlock + period - 1
+      step.replica_bytes += (m.replica_len * m.output.itemsize + 63) / 64 * 64;
+    }
   return step;
 }
 
@@ -755,7 +779,8 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
         if (std::find(d.begin(), d.end(), v) == d.end()) r.push_back(v);
       plan.max_scratch = std::max(plan.max_scratch, step.scratch_slots);
       plan.max_accumulators = std::max(plan.max_accumulators, step.accumulators);
-      plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()));
+      plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()) + step.replicas);
+      plan.max_replica_bytes = std::max(plan.max_replica_bytes, step.replica_bytes);
       in_place.push_back(false);  // members write before later members read the same positions
       plan.steps.push_back(std::move(step));
     }
@@ -825,6 +850,11 @@ std::unique_ptr<Executable::State> Executable::acquire() const {
     const auto tile_addr = reinterpret_cast<uintptr_t>(s->tile_storage.data());
     s->tiles = reinterpret_cast<char*>(s->tile_storage.data()) + (64 - tile_addr % 64) % 64;
     s->tile_bases.resize(static_cast<size_t>(threads) * s->bases.size());
+  }
+  if (plan.max_replica_bytes > 0) {
+    s->replica_storage.resize(static_cast<size_t>(plan.max_replica_bytes / 8 + 8));
+    const auto replica_addr = reinterpret_cast<uintptr_t>(s->replica_storage.data());
+    s->replicas = reinterpret_cast<char*>(s->replica_storage.data()) + (64 - replica_addr % 64) % 64;
   }
   s->in.reserve(static_cast<size_t>(plan.max_inputs));
   s->out.reserve(static_cast<size_t>(plan.max_outputs));
@@ -1138,10 +1168,16 @@ void run_fused_range(const Step& step, char* const* bases, double* scratch, doub
         const int64_t inner = m.bdims.back();
         const bool one_value = to_scratch && m.bsrc.back() == 0 && start % inner + len <= inner;
         const char* src = bases[m.inputs[0].index];
-        if (views && m.period > 0 && m.output.source == FusedOperand::scratch && start % m.period + len <= m.period) {
-          view[m.output.index] = src + start % m.period * m.output.itemsize;
-          if (to_scratch) uniform[m.output.index] = false;
-          continue;
+        if (views && m.period > 0 && m.output.source == FusedOperand::scratch) {
+          const int64_t offset = start % m.period;
+          const char* in_place = offset + len <= m.period      ? src
+                                 : offset + len <= m.replica_len ? bases[m.replica]
+                                                                 : nullptr;
+          if (in_place) {
+            view[m.output.index] = in_place + offset * m.output.itemsize;
+            if (to_scratch) uniform[m.output.index] = false;
+            continue;
+          }
         }
         run_broadcast(m, out_ptr(m.output), src, start, one_value ? 1 : len);
         if (to_scratch) uniform[m.output.index] = one_value;
@@ -1337,6 +1373,20 @@ void run_tiles(const Step& step, const std::vector<Tensor>& product_inputs, char
   }
 }
 
+/// Fills the replicas of `step`'s periodic members (their operands' bases set) at `storage` and
+/// points their bases there.
+void build_replicas(const Step& step, char** bases, char* storage) {
+  for (const FusedMember& m : step.members) {
+    if (m.replica < 0) continue;
+    const char* src = bases[m.inputs[0].index];
+    const auto period_bytes = static_cast<size_t>(m.period * m.output.itemsize);
+    for (int64_t done = 0; done < m.replica_len; done += m.period)
+      std::memcpy(storage + done * m.output.itemsize, src, period_bytes);
+    bases[m.replica] = storage;
+    storage += (m.replica_len * m.output.itemsize + 63) / 64 * 64;
+  }
+}
+
 /// Runs a fused step (its externals' bases set in s.bases): its blocks, or the tiles of its
 /// tiled product, split evenly over the threads.
 void run_fused_step(const Step& step, const Executable::Plan& plan, Executable::State& s) {
@@ -1469,6 +1519,7 @@ void Executable::run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs)
         for (size_t k = 0; k < step.externals.size(); ++k)
           if (static_cast<int32_t>(k) != step.tiled_external)
             s.bases[k] = static_cast<char*>(s.values[step.externals[k]].array("jit").data());
+        if (step.replicas > 0) executor_detail::build_replicas(step, s.bases.data(), s.replicas);
         executor_detail::run_fused_step(step, plan, s);
         break;
       }
@@ -1501,6 +1552,7 @@ std::string Executable::describe() const {
          << ", scratch=" << step.scratch_slots;
       if (reductions > 0) os << ", " << reductions << " row sums";
       if (step.row_broadcasts > 0) os << ", " << step.row_broadcasts << " broadcasts read by rows";
+      if (step.replicas > 0) os << ", " << step.replicas << " periodic replicas";
       if (!step.program.empty() && !step.tiled) os << ", register program of " << step.program.size() << " instructions";
       if (step.tiled)
         os << ", " << step.tiled->primitive->name << " " << step.tile_plan.m << "x" << step.tile_plan.n << " in "
