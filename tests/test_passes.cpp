@@ -517,7 +517,7 @@ TEST_CASE("optimize: simplify, cse and dce together") {
   CHECK(to_text(checked(&passes::optimize, j, {random_tensor({3}, fx::f64, 16)})) ==
         "{ lambda ; a:f64[3]. let\n"
         "    b:f64[3] = exp a\n"
-        "    c:f64[3] = add b b\n"
+        "    c:f64[3] = mul b 2.0:f64[]\n"
         "    d:f64[3,1] = reshape[new_sizes=(3,1)] c\n"
         "    e:f64[] = reduce_sum[axes=(0,1)] d\n"
         "  in (e,) }");
@@ -1000,5 +1000,30 @@ TEST_CASE("simplify: a negation is absorbed by the add or sub reading it, and mo
     fx::Tensor n = lax::neg(d);
     return std::make_tuple(lax::mul(x, n), lax::mul(d, n));
   })(args[0], args[1], args[2]);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
+}
+
+TEST_CASE("simplify: a + a is a * 2, power-of-two factors fold exactly, size-1 broadcasts are reshapes") {
+  Vec args{random_tensor({3, 4}, fx::f64, 61), random_tensor({4}, fx::f64, 62)};
+  // The Hessian of an L2 penalty: its identity scaled by the weight, then doubled.
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
+    fx::Tensor n = lax::broadcast_in_dim(x, {3, 1, 4}, {0, 2}) * 0.005;
+    fx::Tensor twice = lax::add(n, n);
+    fx::Tensor row = lax::broadcast_in_dim(lax::broadcast_in_dim(v, {1, 4}, {1}), {3, 1, 4}, {1, 2});
+    return std::make_tuple(twice, v * 0.25 * 3.0, row);
+  })(args[0], args[1]);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, j, args))) ==
+        "{ lambda ; a:f64[3,4] b:f64[4]. let\n"
+        "    c:f64[3,1,4] = reshape[new_sizes=(3,1,4)] a\n"
+        "    d:f64[3,1,4] = mul c 0.01:f64[]\n"
+        "    e:f64[3,1,4] = broadcast_in_dim[shape=(3,1,4) broadcast_dimensions=(2,)] b\n"
+        "    f:f64[4] = mul b 0.75:f64[]\n"
+        "  in (d, f, e) }");
+  // Factors neither of which is a power of two round differently folded: kept. So is a scaled
+  // value read elsewhere.
+  fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
+    fx::Tensor n = v * 2.0;
+    return std::make_tuple(v * 0.1 * 3.0, n * 4.0, n, x);
+  })(args[0], args[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
 }

@@ -1,10 +1,13 @@
 // The algebraic rules of simplify: units (x*1, x+0, x-0, x/1, x*-1), double negation, negations
-// absorbed by add/sub, movement that changes nothing, transpose/reshape/broadcast chains, select
-// on a known predicate, negation and scalar factors moved past a sum. Never x*0 -> 0 (NaN and
-// inf would not propagate, as in JAX). "Ones"/"zeros" are any splat constant.
+// absorbed by add/sub, movement that changes nothing, transpose/reshape/broadcast chains, size-1
+// broadcasts as reshapes, select on a known predicate, negation and scalar factors moved past a
+// sum, a + a as a * 2 and power-of-two factors folded (exact). Never x*0 -> 0 (NaN and inf would
+// not propagate, as in JAX). "Ones"/"zeros" are any splat constant.
 #include <algorithm>
+#include <cmath>
 
 #include "fluxion/lax.hpp"
+#include "fluxion/ops.hpp"
 #include "transforms/simplify.hpp"
 
 namespace fluxion::passes {
@@ -213,16 +216,76 @@ Result reshape_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
   return s.emit(out, {x}, [&](const std::vector<Tensor>& xs) { return lax::reshape(xs[0], out.shape); });
 }
 
-// broadcast_in_dim(broadcast_in_dim(x, s1, d1), s2, d2) = broadcast_in_dim(x, s2, d2[d1[i]]).
+// broadcast_in_dim(broadcast_in_dim(x, s1, d1), s2, d2) = broadcast_in_dim(x, s2, d2[d1[i]]);
+// likewise through a reshape that only inserts size-1 dims into an x without any.
 Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const Axes outer_dims = simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  if (const Equation* r = s.producer(e.inputs[0]); r && is_reshape_like(r->primitive)) {
+    const Shape &x = s.aval(r->inputs[0]).shape, &mid = s.aval(e.inputs[0]).shape;
+    Axes dims;  // x's dims are mid's non-1 dims, in order
+    for (int64_t i = 0; i < mid.size(); ++i)
+      if (mid[i] != 1) dims.push_back(outer_dims[static_cast<size_t>(i)]);
+    bool inserts_only = static_cast<int64_t>(dims.size()) == x.size();
+    for (int64_t i = 0, k = 0; inserts_only && i < mid.size(); ++i)
+      if (mid[i] != 1) inserts_only = x[k++] == mid[i];
+    if (!inserts_only) return std::nullopt;
+    return s.emit(out, {r->inputs[0]},
+                  [&](const std::vector<Tensor>& xs) { return lax::broadcast_in_dim(xs[0], out.shape, dims); });
+  }
   const Equation* inner = s.produced_by(e.inputs[0], prims().broadcast);
   if (!inner) return std::nullopt;
-  const Axes outer_dims = simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
   Axes dims;
   for (int64_t d : simplify_detail::int_list_param(*inner->params, "broadcast_dimensions"))
     dims.push_back(outer_dims[static_cast<size_t>(d)]);
   return s.emit(out, {inner->inputs[0]},
                 [&](const std::vector<Tensor>& xs) { return lax::broadcast_in_dim(xs[0], out.shape, dims); });
+}
+
+// broadcast_in_dim that only inserts size-1 dims (as many elements, dims in order) is a reshape:
+// a view, where the broadcast was a copy made per block (bench W4: the Hessian's constant
+// identity, [d, d] -> [d, 1, d], copied block by block before its scaling). A broadcast reading
+// it still composes with it (broadcast_chain).
+Result broadcast_as_reshape(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const Axes dims = simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  if (s.aval(e.inputs[0]).shape.num_elements() != out.shape.num_elements() || !std::is_sorted(dims.begin(), dims.end()))
+    return std::nullopt;
+  return s.emit(out, {e.inputs[0]}, [&](const std::vector<Tensor>& xs) { return lax::reshape(xs[0], out.shape); });
+}
+
+/// True for ±2^k (finite, non-zero): a factor whose products round exactly as their scaling.
+bool is_power_of_two(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v) || *v == 0) return false;
+  int exponent = 0;
+  return std::fabs(std::frexp(*v, &exponent)) == 0.5;
+}
+
+// a + a -> a * 2, and (x * c1) * c2 -> x * (c1 c2) for rank-0 constants one of which is a power
+// of two (the inner product read only here): exact both, barring overflow or underflow of the
+// intermediate. Reverse mode leaves both: the gradient of a square adds ct x twice, and the
+// Hessian of an L2 penalty scales its identity by the weight and then doubles it (bench W4).
+Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const auto& P = prims();
+  if (e.inputs.size() != 2) return std::nullopt;
+  const Atom &a = e.inputs[0], &b = e.inputs[1];
+  if (e.primitive == P.add && !a.is_literal() && !b.is_literal() && a.var == b.var && s.aval(a) == out &&
+      (out.dtype == f32 || out.dtype == f64))
+    return s.emit(out, {a}, [](const std::vector<Tensor>& xs) { return xs[0] * 2.0; });
+  if (e.primitive != P.mul) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    const Atom &inner_atom = e.inputs[i], &c2 = e.inputs[1 - i];
+    const std::optional<double> v2 = s.splat(c2);
+    const Equation* inner = s.produced_by(inner_atom, P.mul);
+    if (!v2 || s.aval(c2).ndim() != 0 || !inner || s.uses(inner_atom) != 1) continue;
+    for (size_t k = 0; k < 2; ++k) {
+      const Atom &x = inner->inputs[k], &c1 = inner->inputs[1 - k];
+      const std::optional<double> v1 = s.splat(c1);
+      if (!v1 || s.aval(c1).ndim() != 0 || s.aval(x) != out || !(is_power_of_two(v1) || is_power_of_two(v2)))
+        continue;
+      const double factor = *v1 * *v2;
+      return s.emit(out, {x}, [factor](const std::vector<Tensor>& xs) { return xs[0] * factor; });
+    }
+  }
+  return std::nullopt;
 }
 
 // select with a known predicate picks a branch; equal branches need no predicate.
@@ -308,7 +371,11 @@ std::optional<Atom> algebra_rules(Sweep& s, const Equation& e) {
   if (Result r = absorbed_negation(s, e, out)) return r;
   if (p == P.transpose) return transpose_chain(s, e, out);
   if (is_reshape_like(p)) return reshape_chain(s, e, out);
-  if (p == P.broadcast) return broadcast_chain(s, e, out);
+  if (p == P.broadcast) {
+    if (Result r = broadcast_chain(s, e, out)) return r;
+    return broadcast_as_reshape(s, e, out);
+  }
+  if (Result r = scalar_factors(s, e, out)) return r;
   if (p == P.select) return select_known(s, e);
   if (p == P.reduce_sum) return scaling_past_sum(s, e, out);
   return std::nullopt;
