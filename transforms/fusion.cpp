@@ -185,8 +185,8 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
   int next_id = 0;
   for (int32_t i : reductions_first(jaxpr, backend)) {
     const Equation& e = jaxpr.equations[i];
-    // A sum over trailing dims of a value computed by an open group joins it (the group keeps
-    // per-row sums instead of writing the value out for a separate reduction kernel).
+    // A sum (fusible_reduction) of a value computed by an open group joins it (the group keeps
+    // per-output sums instead of writing the value out for a separate reduction kernel).
     if (backend == Backend::cpu && fusible_reduction(jaxpr, e) && open_id[e.inputs[0].var] >= 0) {
       const int id = open_id[e.inputs[0].var];
       auto it = ids.find(jaxpr.aval_of(e.inputs[0]).shape.dims());

@@ -76,7 +76,7 @@ template <class Packet> Packet exp_f32(const Packet& x) {
 /// (a rational approximation) cost 1.8 ns per element here, most of it its divide.
 template <class Packet> Packet exp_f64(const Packet& x) {
   namespace ei = Eigen::internal;
-  typedef int64_t Bits __attribute__((vector_size(sizeof(Packet))));
+  typedef uint64_t Bits __attribute__((vector_size(sizeof(Packet))));  // unsigned: wrapping adds
   const Packet shift = ei::pset1<Packet>(6755399441055744.0);  // 1.5 * 2^52
   const Packet t = ei::pmadd(x, ei::pset1<Packet>(1.4426950408889634074), shift);
   const Packet m = ei::psub(t, shift);
@@ -94,7 +94,7 @@ template <class Packet> Packet exp_f64(const Packet& x) {
   Bits pb, tb;
   std::memcpy(&pb, &p, sizeof p);
   std::memcpy(&tb, &t, sizeof t);
-  pb += tb << 52;  // + m in the exponent field (wrapping: m < 0 works too)
+  pb += tb << 52;  // + m in the exponent field (modulo 2^64: m < 0 works too)
   Packet out;
   std::memcpy(&out, &pb, sizeof out);
   out = select_lt(x, ei::pset1<Packet>(-708.0), ei::pzero(x), out);
