@@ -560,3 +560,51 @@ TEST_CASE("f64 product tiles through the register panels: every layout, tiles in
   check_product_tiles<true, false>();
   check_product_tiles<true, true>();
 }
+
+namespace {
+
+/// panel_product<TransA, TransB> on op(b)s with zero rows at a panel's ends (whose steps it
+/// skips): W8's upper-triangular blocks, zero leading and trailing rows, an all-zero op(b); then
+/// inf and NaN in op(a)'s columns that meet only zero rows of op(b), where the product must be NaN
+/// (0 inf), as the reference's is.
+template <bool TransA, bool TransB>
+void check_zero_row_panels() {
+  const int64_t m = 50, n = 70, k = 64;  // 70 columns: two whole panels and a partial one
+  auto op_b = [&](int pattern, int64_t l, int64_t j) {
+    const double v = 0.25 + 0.001 * static_cast<double>((l * 7 + j * 3) % 11);
+    switch (pattern) {
+      case 0: return l <= j % 32 ? v : 0.0;        // upper triangular per 32 x 32 block
+      case 1: return l >= 10 && l < 50 ? v : 0.0;  // zero rows at both ends
+      default: return 0.0;                         // all zero
+    }
+  };
+  for (int pattern = 0; pattern < 3; ++pattern)
+    for (bool poison : {false, true}) {
+      std::vector<double> a = values<double>(m * k, 7), b(static_cast<size_t>(k * n));
+      auto a_at = [&](int64_t i, int64_t l) -> double& { return a[static_cast<size_t>(TransA ? l * m + i : i * k + l)]; };
+      for (int64_t l = 0; l < k; ++l)
+        for (int64_t j = 0; j < n; ++j) b[static_cast<size_t>(TransB ? j * k + l : l * n + j)] = op_b(pattern, l, j);
+      if (poison) a_at(3, 60) = INFINITY, a_at(7, 61) = NAN;  // rows 60, 61 of op(b): zero in patterns 1 and 2
+      const Dims ls = TransA ? Dims{k, m} : Dims{m, k}, rs = TransB ? Dims{n, k} : Dims{k, n};
+      std::vector<double> want(static_cast<size_t>(m * n)), got(want.size(), -99.0);
+      fx::reference::dot_general(a.data(), ls, b.data(), rs, {{TransA ? 0 : 1}, {TransB ? 1 : 0}}, {}, want.data());
+      fx::cpu::gemm_detail::panel_product<TransA, TransB>(a.data(), TransA ? m : k, b.data(), TransB ? k : n, got.data(),
+                                                          n, m, n, k);
+      std::string bad;
+      for (size_t e = 0; e < got.size() && bad.empty(); ++e) {
+        const bool same = std::isnan(want[e]) ? std::isnan(got[e]) : std::fabs(got[e] - want[e]) <= 1e-13 * (1 + std::fabs(want[e]));
+        if (!same) bad = "element " + std::to_string(e) + ": " + std::to_string(got[e]) + " for " + std::to_string(want[e]);
+      }
+      if (poison && pattern > 0) CHECK(std::isnan(want[3 * n]));  // the case checks what it means to
+      CHECK_MESSAGE(bad.empty(), "pattern ", pattern, " poison ", poison, " TransA=", TransA, " TransB=", TransB, ": ", bad);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("f64 register panels skip op(b)'s zero end rows: triangular blocks, zero ends, all zero, every layout, NaN from 0 inf kept") {
+  check_zero_row_panels<false, false>();
+  check_zero_row_panels<false, true>();
+  check_zero_row_panels<true, false>();
+  check_zero_row_panels<true, true>();
+}
