@@ -611,6 +611,18 @@ int64_t even_part(int64_t extent, int64_t most) {
   return (extent + parts - 1) / parts;
 }
 
+/// Tile columns start at multiples of this many (the register panels' widths divide it), so a
+/// product whose op(b) has zero rows per column block (W8's triangular Q_k^T, 64 columns each at
+/// d = 64) keeps them at the ends of its panels, where panel_product skips them: tiles of 915
+/// columns cut the blocks and left the d=64, K=100 objective's panels about dense.
+constexpr int64_t kTileColumnAlign = 64;
+
+/// Columns of a product tile: even parts of at most kTileMaxCols, rounded up to kTileColumnAlign.
+int64_t tile_columns(int64_t n) {
+  const int64_t part = even_part(n, kTileMaxCols);
+  return part < n ? std::min(n, (part + kTileColumnAlign - 1) / kTileColumnAlign * kTileColumnAlign) : part;
+}
+
 /// Tile rows for an m-row product cut in `col_tiles` column tiles, from `rows` (even_part's),
 /// so that few tiles split evenly over `threads`: the row tiles are raised until the tile count
 /// is a multiple of the thread count (up to 8 tiles a thread, past which the last uneven share
@@ -667,7 +679,7 @@ void plan_tiles(const Jaxpr& j, Executable::Plan& plan, std::vector<std::vector<
     f.tile_plan = tp;
     f.tiled_external = x;
     f.tiled_itemsize = itemsize;
-    f.tile_cols = even_part(tp.n, kTileMaxCols);
+    f.tile_cols = tile_columns(tp.n);
     f.tile_rows = balanced_tile_rows(tp.m, even_part(tp.m, std::max<int64_t>(1, kTileElements / f.tile_cols)),
                                      (tp.n + f.tile_cols - 1) / f.tile_cols, max_threads());
     plan.max_tile_bytes = std::max(plan.max_tile_bytes, f.tile_rows * f.tile_cols * itemsize);
