@@ -611,7 +611,8 @@ TEST_CASE("jit: a large product read only by one fused group is computed by tile
     fx::Shape x, w;
     fx::AxisPair contract;
   };
-  // Products of 0.3-0.4 M elements (from 1.3 MB in f32): 2 x 2 tiles of 150-151 x 650-655;
+  // Products of 0.3-0.4 M elements (from 1.3 MB in f32): 2 x 2 tiles of 150-151 rows, 704
+  // columns and the rest (columns start at multiples of 64);
   // and tiles of whole rows (401 x 700: 3 tiles of 134 x 700), which the group runs as one range
   // of the product's elements each, the broadcast's rows then copied per block.
   const std::vector<Case> cases = {{{301, 24}, {24, 1301}, {{1}, {0}}},
