@@ -849,3 +849,26 @@ TEST_CASE("jit: the executor matches eager evaluation on every primitive's sampl
   MESSAGE("[jit] executor checks: " << checked << " samples, " << vjps << " vjps, " << vmaps << " vmaps");
   CHECK(checked > 500);
 }
+
+TEST_CASE("jit: a lone large elementwise operation is split over the threads as a fused step of one member") {
+  // With several threads, an operation alone in its group with 2^16+ elements (W5's final adds of
+  // two weight gradients) runs as a fused step, whose blocks go to every thread; on one thread,
+  // and below that size, it stays a kernel. Values equal eager either way, a scalar operand too.
+  auto f = [](const fx::Tensor& x, const fx::Tensor& y) { return fx::lax::dot_general(x, y, {{1}, {0}}, {{}, {}}) + y; };
+  auto g = [](const fx::Tensor& x, const fx::Tensor& y) { return x * 0.5 + y; };
+  const int before = fx::num_threads();
+  for (int threads : {1, 2}) {
+    fx::set_num_threads(threads);
+    for (int64_t n : {int64_t(100), int64_t(300)}) {  // 10^4 and 9 * 10^4 elements
+      CAPTURE(threads);
+      CAPTURE(n);
+      fx::Tensor x = random_tensor({n, n}, fx::f32, 51), y = random_tensor({n, n}, fx::f32, 52);
+      const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(x, y), fx::Device::cpu())->describe();
+      const bool split = threads > 1 && n * n >= (int64_t(1) << 16);
+      CHECK_MESSAGE((plan.find("fused[1 ops") != std::string::npos) == split, plan);
+      check_within({fx::jit(f)(x, y)}, {f(x, y)}, 1e-5);
+      check_within({fx::jit(g)(x, y)}, {g(x, y)}, 1e-6);
+    }
+  }
+  fx::set_num_threads(before);
+}

@@ -49,6 +49,16 @@ int max_threads() {
 #endif
 }
 
+/// True when equation `e`, alone in its fusion group, still runs as a fused step of one member:
+/// an elementwise operation large enough (kParallelElements) to split over the threads, which
+/// its kernel would not do (W5's MLP Hessian-vector product ends with two lone adds of 0.4 M
+/// elements).
+bool parallel_single(const Jaxpr& j, const Equation& e, Backend backend) {
+  return backend == Backend::cpu && max_threads() > 1 && e.primitive->traits.elementwise && !e.primitive->traits.view &&
+         e.outputs.size() == 1 && j.avals[e.outputs[0]].shape.num_elements() >= kParallelElements &&
+         fusible(j, e, backend);
+}
+
 }  // namespace executor_detail
 
 using executor_detail::Kind;
@@ -740,7 +750,7 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
   std::vector<bool> in_place;
   for (const auto& group : groups) {
     std::vector<int32_t> d, r;
-    if (group.size() == 1) {
+    if (group.size() == 1 && !parallel_single(j, j.equations[group[0]], plan.backend)) {
       const Equation& e = j.equations[group[0]];
       Step step;
       step.eqn = &e;
