@@ -608,3 +608,11 @@ TEST_CASE("f64 register panels skip op(b)'s zero end rows: triangular blocks, ze
   check_zero_row_panels<true, false>();
   check_zero_row_panels<true, true>();
 }
+
+TEST_CASE("2..4-column products of long rows read the lhs once (stacked_gemv), every layout, 1 and 2 threads") {
+  // Rows in groups of 4 and the rest, contractions with packet tails, n = 2, 3, 4; the large one
+  // is split over the threads like a GEMV.
+  const std::vector<ProductShape> shapes = {{1000, 2, 1000}, {37, 3, 333}, {1001, 4, 67}, {18, 2, 17}};
+  check_product_layouts<double>(shapes, {1, 2}, 1e-12);
+  check_product_layouts<float>(shapes, {1, 2}, 1e-4);
+}

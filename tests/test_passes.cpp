@@ -1027,3 +1027,44 @@ TEST_CASE("simplify: a + a is a * 2, power-of-two factors fold exactly, size-1 b
   })(args[0], args[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
 }
+
+TEST_CASE("siblings: matrix-vector products of one large matrix are one product of the stacked vectors") {
+  // 300 x 300 = 90000 elements: above kMinSharedElements. The matrix as lhs (X a, X b) and as rhs
+  // (a X, b X): each pair becomes a stack, one product and a slice per vector; values equal.
+  Vec args{random_tensor({300, 300}, fx::f64, 71), random_tensor({300}, fx::f64, 72), random_tensor({300}, fx::f64, 73)};
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b) {
+    return std::make_tuple(fx::matmul(x, a), fx::matmul(x, b) * 2.0, fx::matmul(a, x), fx::matmul(b, x));
+  })(args[0], args[1], args[2]);
+  // (make_tuple's arguments are staged last to first here: b X first.)
+  CHECK(to_text(passes::dce(passes::cse(checked(&passes::simplify, j, args)))) ==
+        "{ lambda ; a:f64[300,300] b:f64[300] c:f64[300]. let\n"
+        "    d:f64[300,1] = expand_dims[dimensions=(1,)] c\n"
+        "    e:f64[300,1] = expand_dims[dimensions=(1,)] b\n"
+        "    f:f64[300,2] = concatenate[dimension=1] d e\n"
+        "    g:f64[2,300] = dot_general[contract=((0,),(0,)) batch=((),())] f a\n"
+        "    h:f64[1,300] = slice[start_indices=(0,0) limit_indices=(1,300) strides=(1,1)] g\n"
+        "    i:f64[300] = squeeze[dimensions=(0,)] h\n"
+        "    j:f64[1,300] = slice[start_indices=(1,0) limit_indices=(2,300) strides=(1,1)] g\n"
+        "    k:f64[300] = squeeze[dimensions=(0,)] j\n"
+        "    l:f64[300,2] = dot_general[contract=((1,),(0,)) batch=((),())] a f\n"
+        "    m:f64[300,1] = slice[start_indices=(0,0) limit_indices=(300,1) strides=(1,1)] l\n"
+        "    n:f64[300] = squeeze[dimensions=(1,)] m\n"
+        "    o:f64[300,1] = slice[start_indices=(0,1) limit_indices=(300,2) strides=(1,1)] l\n"
+        "    p:f64[300] = squeeze[dimensions=(1,)] o\n"
+        "    q:f64[300] = mul n 2.0:f64[]\n"
+        "  in (p, q, k, i) }");
+  // A small matrix, vectors of different lengths, or products with other params stay.
+  Vec small{random_tensor({100, 100}, fx::f64, 74), random_tensor({100}, fx::f64, 75), random_tensor({100}, fx::f64, 76)};
+  fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b) {
+    return std::make_tuple(fx::matmul(x, a), fx::matmul(x, b));
+  })(small[0], small[1], small[2]);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, kept, small))) == to_text(kept));
+  Vec mixed{random_tensor({300, 300}, fx::f64, 77), random_tensor({300}, fx::f64, 78), random_tensor({300}, fx::f64, 79)};
+  fx::Jaxpr other = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b) {
+    return std::make_tuple(fx::matmul(x, a), fx::matmul(b, x), fx::matmul(x, fx::matmul(x, b)));
+  })(mixed[0], mixed[1], mixed[2]);
+  // X a, b X, X (X b): X b pairs with X a, X (X b) cannot (its vector is X b itself); the
+  // equations stay correct and no product more is made.
+  const fx::Jaxpr merged = passes::dce(checked(&passes::simplify, other, mixed));
+  CHECK_MESSAGE(equations_of(merged, "dot_general").size() <= equations_of(other, "dot_general").size(), to_text(merged));
+}

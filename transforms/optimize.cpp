@@ -1,5 +1,5 @@
-// optimize: the pass pipeline of fx::jit (inline, then simplify, cse, dce until the equation
-// count settles).
+// optimize: the pass pipeline of fx::jit (inline, dce, then simplify, cse, dce until the
+// equation count settles).
 #include <cstdlib>
 #include <iostream>
 
@@ -28,6 +28,9 @@ Jaxpr run_pass(const char* name, Jaxpr (*pass)(const Jaxpr&), const Jaxpr& in) {
 /// Inlining by `inline_pass`, then rounds of simplify + cse + dce.
 Jaxpr pipeline(const char* inline_name, Jaxpr (*inline_pass)(const Jaxpr&), const Jaxpr& jaxpr) {
   Jaxpr current = run_pass(inline_name, inline_pass, jaxpr);
+  // Dead equations first (a gradient's unused primal products): rules that pair equations
+  // (simplify_siblings.cpp) must not pair a live one with a dead one.
+  current = run_pass("dce", &dce, current);
   for (int round = 0; round < optimize_detail::kMaxRounds; ++round) {
     const size_t before = current.equations.size();
     current = run_pass("simplify", &simplify, current);

@@ -1,7 +1,7 @@
-// simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp, simplify_products.cpp and
-// simplify_symmetric.cpp
-// and folds small constants, to a fixed point. Every rewrite replaces a variable by an atom of the
+// simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp, simplify_products.cpp,
+// simplify_symmetric.cpp and simplify_siblings.cpp and folds small constants, to a fixed point. Every rewrite replaces a variable by an atom of the
 // same aval.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -154,6 +154,18 @@ std::vector<const Equation*> Sweep::later_readers(const Atom& a) const {
   return out;
 }
 
+std::optional<Atom> Sweep::available(const Atom& a) const {
+  const Atom r = resolve(a);
+  if (r.is_literal() || def_[r.var] >= 0 || const_slot_[r.var] >= 0) return r;
+  if (std::find(jaxpr_.invars.begin(), jaxpr_.invars.end(), r.var) != jaxpr_.invars.end()) return r;
+  return std::nullopt;
+}
+
+void Sweep::replace_later(int32_t var, const Atom& with) {
+  grow();
+  repl_[var] = with;
+}
+
 const Equation* Sweep::producer(const Atom& a) const {
   if (a.is_literal() || def_[a.var] < 0) return nullptr;
   return &kept_[static_cast<size_t>(def_[a.var])];
@@ -303,6 +315,10 @@ bool Sweep::run() {
   bool changed = false;
   for (next_ = 1; next_ <= pending_.size(); ++next_) {
     Equation& e = pending_[next_ - 1];
+    if (e.outputs.size() == 1 && (repl_[e.outputs[0]].is_literal() || repl_[e.outputs[0]].var != e.outputs[0])) {
+      changed = true;  // replaced by an earlier rewrite (replace_later)
+      continue;
+    }
     for (Atom& a : e.inputs) a = resolve(a);
     changed |= scalarize_operands(e);
     if (e.outputs.size() == 1) {
@@ -314,6 +330,7 @@ bool Sweep::run() {
       if (!r) r = seed_rules(*this, e);
       if (!r) r = product_rules(*this, e);
       if (!r && e.primitive == prims().dot_general) r = symmetric_rules(*this, e);
+      if (!r && e.primitive == prims().dot_general) r = sibling_rules(*this, e);
       if (r && aval(*r) == want) {
         grow();
         repl_[e.outputs[0]] = *r;

@@ -53,6 +53,12 @@ class Sweep {
   /// The equations not yet swept that read variable `a` (with its id as the sweep began), in
   /// order, each once; with uses(), tells whether they are all of its readers.
   std::vector<const Equation*> later_readers(const Atom& a) const;
+  /// `a` (resolved) when its value is defined at this point of the sweep: a literal, an input, a
+  /// constvar or a kept equation's output; nullopt for outputs of equations not yet swept.
+  std::optional<Atom> available(const Atom& a) const;
+  /// Replaces variable `var`, the output of an equation not yet swept, by `with` (defined by
+  /// now): that equation is dropped when the sweep reaches it.
+  void replace_later(int32_t var, const Atom& with);
   /// The concrete host value of a literal or constvar (undefined otherwise: tracers, device arrays).
   Tensor constant(const Atom& a) const;
   /// The value of every element of `a`, when known: a literal, a splat constant, or a
@@ -105,6 +111,9 @@ std::optional<Atom> seed_rules(Sweep& sweep, const Equation& eqn);
 /// unbroadcast values, distributed over a sum of such operands when that is cheaper; transposes
 /// moved past elementwise ops into the reductions after them.
 std::optional<Atom> product_rules(Sweep& sweep, const Equation& eqn);
+/// Sibling-product rule (simplify_siblings.cpp): two matrix-vector products of one large matrix
+/// become one product with the vectors stacked.
+std::optional<Atom> sibling_rules(Sweep& sweep, const Equation& eqn);
 /// Symmetric-product rules (simplify_symmetric.cpp): xᵀ diag(s) x products -> gram(x, s);
 /// transposes of values symmetric in the swapped dims dropped.
 std::optional<Atom> symmetric_rules(Sweep& sweep, const Equation& eqn);

@@ -643,6 +643,70 @@ void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
   }
 }
 
+/// Rows [r0, r1) of c (m x N) = a (m x k, row-major) times the N columns `cols` (N x k,
+/// contiguous), R rows of a at a time: R N packet accumulators, each row of a read once.
+template <int N, int R, class A>
+void stacked_rows(const A* a, const A* cols, A* c, int64_t i, int64_t k) {
+  namespace ei = Eigen::internal;
+  using P = PacketOf<A>;
+  constexpr int PS = kPacketSize<A>;
+  P acc[R][N];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < N; ++j) acc[r][j] = ei::pset1<P>(A(0));
+  int64_t l = 0;
+  for (; l + PS <= k; l += PS) {
+    P bv[N];
+    for (int j = 0; j < N; ++j) bv[j] = ei::ploadu<P>(cols + j * k + l);
+    for (int r = 0; r < R; ++r) {
+      const P av = ei::ploadu<P>(a + (i + r) * k + l);
+      for (int j = 0; j < N; ++j) acc[r][j] = ei::pmadd(av, bv[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < N; ++j) {
+      A sum = ei::predux(acc[r][j]);
+      for (int64_t t = l; t < k; ++t) sum += a[(i + r) * k + t] * cols[j * k + t];
+      c[(i + r) * N + j] = sum;
+    }
+}
+
+/// c (m x n) = a op(b) for a row-major a (m x k) and 2..4 columns of op(b) (W5's X [w v] after
+/// simplify_siblings stacked two matrix-vector products): a is read once, by rows, split over
+/// num_threads() threads like gemv. The blocked product packed all of a first (1000 x 1000 x 2:
+/// slower than the two GEMVs it replaced).
+template <bool TransB, class A>
+void stacked_gemv(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
+  thread_local std::vector<A> packed;  // op(b)'s columns, contiguous (grown once)
+  const A* cols = b;
+  if (!TransB) {
+    if (packed.size() < static_cast<size_t>(n * k)) packed.resize(static_cast<size_t>(n * k));
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < n; ++j) packed[static_cast<size_t>(j * k + l)] = b[l * n + j];
+    cols = packed.data();
+  }
+  auto rows = [&](int64_t r0, int64_t r1) {
+    with_small(n, [&](auto nn) {
+      constexpr int N = decltype(nn)::value;
+      int64_t i = r0;
+      for (; i + 4 <= r1; i += 4) stacked_rows<N, 4>(a, cols, c, i, k);
+      for (; i < r1; ++i) stacked_rows<N, 1>(a, cols, c, i, k);
+    });
+  };
+  int threads = 1;
+#ifdef _OPENMP
+  if (static_cast<double>(m) * static_cast<double>(k) >= kParallelGemv && !omp_in_parallel())
+    threads = static_cast<int>(std::min<int64_t>(num_threads(), m / kGemvSlice));
+#endif
+  if (threads <= 1) return rows(0, m);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    rows(m * t / nt, m * (t + 1) / nt);
+  }
+#endif
+}
+
 /// c = op(a) * op(b) for one batch of a GEMM (m, n > 1), all operands contiguous.
 template <bool TransA, bool TransB, class A>
 void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
@@ -653,6 +717,10 @@ void gemm(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k) {
   if (!large && m <= 4 && n <= 4) {
     Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
     return;
+  }
+  if constexpr (std::is_floating_point_v<A>) {
+    if (!TransA && n <= 4 && k > kRegisterCols<A> && m > kRegisterCols<A>)
+      return stacked_gemv<TransB>(a, b, c, m, n, k);
   }
   strided_gemm<TransA, TransB>(a, TransA ? m : k, b, TransB ? k : n, c, n, m, n, k);
 }

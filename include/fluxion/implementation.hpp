@@ -30,6 +30,7 @@
 #include "transforms/simplify_seeds.cpp"
 #include "transforms/simplify_products.cpp"
 #include "transforms/simplify_symmetric.cpp"
+#include "transforms/simplify_siblings.cpp"
 #include "transforms/optimize.cpp"
 #include "primitives/elementwise_common.cpp"
 #include "primitives/registry.cpp"
