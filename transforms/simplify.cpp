@@ -1,6 +1,6 @@
 // simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp, simplify_products.cpp,
-// simplify_symmetric.cpp and simplify_siblings.cpp and folds small constants, to a fixed point. Every rewrite replaces a variable by an atom of the
-// same aval.
+// simplify_symmetric.cpp and simplify_siblings.cpp and folds small constants, to a fixed point.
+// Every rewrite replaces a variable by an atom of the same aval.
 #include <algorithm>
 #include <cstring>
 #include <mutex>

@@ -643,7 +643,7 @@ void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
   }
 }
 
-/// Rows [r0, r1) of c (m x N) = a (m x k, row-major) times the N columns `cols` (N x k,
+/// Rows [i, i + R) of c (m x N) = a (m x k, row-major) times the N columns `cols` (N x k,
 /// contiguous), R rows of a at a time: R N packet accumulators, each row of a read once.
 template <int N, int R, class A>
 void stacked_rows(const A* a, const A* cols, A* c, int64_t i, int64_t k) {
