@@ -22,7 +22,7 @@ Jaxpr inline_calls(const Jaxpr& jaxpr);
 /// only for Jaxprs that are executed, never transformed again.
 Jaxpr inline_all_calls(const Jaxpr& jaxpr);
 
-/// The pipeline of fx::jit: inline_calls, then simplify, cse, dce until the equation count
+/// The pipeline of fx::jit: inline_calls, dce, then simplify, cse, dce until the equation count
 /// settles (at most 4 rounds), typechecking after each pass; FLUXION_DUMP_PASSES=1 prints each stage.
 Jaxpr optimize(const Jaxpr& jaxpr);
 /// optimize() for a plan about to be executed: every call is inlined first (inline_all_calls).
