@@ -66,7 +66,7 @@ void solve_cpu(const T* a, const T* b, T* x, const AbstractValue& a_aval, SolveD
   // Large factorizations (a blocked LU made of GEMMs) use the thread team; small ones stay on the
   // calling thread, like cpu::dot_general.
   const double work = static_cast<double>(d.n) * static_cast<double>(d.n) * static_cast<double>(d.n + d.k);
-  cpu::gemm_detail::ProductThreads threads(work >= cpu::gemm_detail::kLargeWork ? num_threads() : 1);
+  cpu::gemm_detail::ProductThreads threads(work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   Eigen::PartialPivLU<ColMajor> lu(d.n);
   for (int64_t i = 0; i < d.batch; ++i) {
     lu.compute(Eigen::Map<const RowMajor>(a + i * d.n * d.n, d.n, d.n));

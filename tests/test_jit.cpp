@@ -872,3 +872,77 @@ TEST_CASE("jit: a lone large elementwise operation is split over the threads as 
   }
   fx::set_num_threads(before);
 }
+
+TEST_CASE("jit: independent products run side by side on the threads, one thread each") {
+  // On 2 threads, a run of consecutive kernels that do not read each other's outputs goes in rounds
+  // (executor.cpp, plan_side_by_side): two equal large products side by side and the third alone
+  // (with every thread); a product reading one of them (p . e) waits for the run; two small
+  // products (2^20 multiply-adds, each on one thread anyway) side by side. u = tanh(x) dies in the
+  // run while q and r are written: their storage must not be u's. On 1 thread nothing changes.
+  auto f = [](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& a, const fx::Tensor& b,
+              const fx::Tensor& e) {
+    fx::Tensor u = fx::tanh(x);
+    fx::Tensor p = fx::lax::dot_general(u, a, {{1}, {0}}, {{}, {}});
+    fx::Tensor q = fx::lax::dot_general(w, b, {{1}, {0}}, {{}, {}});
+    fx::Tensor r = fx::lax::dot_general(w, a, {{1}, {0}}, {{}, {}});
+    fx::Tensor pe = fx::lax::dot_general(p, e, {{1}, {0}}, {{}, {}});
+    return std::make_tuple(p + q * r, pe);
+  };
+  auto g = [](const fx::Tensor& s, const fx::Tensor& t, const fx::Tensor& d) {
+    return fx::lax::dot_general(s, d, {{1}, {0}}, {{}, {}}) - fx::lax::dot_general(t, d, {{1}, {0}}, {{}, {}});
+  };
+  const int before = fx::num_threads();
+  for (int threads : {1, 2}) {
+    fx::set_num_threads(threads);
+    for (fx::DType dtype : {fx::f32, fx::f64}) {
+      CAPTURE(threads);
+      CAPTURE(dtype);
+      // 128 x 256 x 128: 2^22 multiply-adds, a product that threads itself when alone.
+      fx::Tensor x = random_tensor({128, 256}, dtype, 61), w = random_tensor({128, 256}, dtype, 62);
+      fx::Tensor a = random_tensor({256, 128}, dtype, 63), b = random_tensor({256, 128}, dtype, 64);
+      fx::Tensor e = random_tensor({128, 128}, dtype, 65);
+      const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(x, w, a, b, e), fx::Device::cpu())->describe();
+      const bool side = threads > 1;
+      CHECK_MESSAGE((plan.find("side by side[dot_general | dot_general]\ndot_general\ndot_general\n") !=
+                     std::string::npos) == side,
+                    plan);
+      const double tol = dtype == fx::f32 ? 1e-4 : 1e-11;
+      auto got = fx::jit(f)(x, w, a, b, e);
+      auto want = f(x, w, a, b, e);
+      check_within({std::get<0>(got), std::get<1>(got)}, {std::get<0>(want), std::get<1>(want)}, tol);
+
+      fx::Tensor s = random_tensor({64, 256}, dtype, 66), t = random_tensor({64, 256}, dtype, 67);
+      fx::Tensor d = random_tensor({256, 64}, dtype, 68);
+      const std::string small = fx::compile_jaxpr(fx::make_jaxpr(g)(s, t, d), fx::Device::cpu())->describe();
+      CHECK_MESSAGE((small.find("side by side[dot_general | dot_general]") != std::string::npos) == side, small);
+      auto jg = fx::jit(g);
+      check_within({jg(s, t, d)}, {g(s, t, d)}, tol);
+      if (dtype == fx::f32) CHECK(steady_allocations([&] { jg(s, t, d); }, 5) == 0);
+    }
+  }
+  fx::set_num_threads(before);
+}
+
+TEST_CASE("jit: a kernel throwing side by side throws the Error from the call and leaves the function usable") {
+  // Two independent 384 x 384 solves run side by side on 2 threads; a singular matrix makes its
+  // kernel throw on a worker thread, and the call throws that Error. The next call works.
+  auto f = [](const fx::Tensor& a1, const fx::Tensor& a2, const fx::Tensor& b) {
+    return fx::solve(a1, b) + fx::solve(a2, b);
+  };
+  const int before = fx::num_threads();
+  fx::set_num_threads(2);
+  const int64_t n = 384;
+  fx::Tensor good = fx::eye(n, fx::f64) * 2.0 + random_tensor({n, n}, fx::f64, 71) * 0.01;
+  fx::Tensor b = random_tensor({n}, fx::f64, 72);
+  fx::Tensor singular = fx::zeros({n, n}, fx::f64);
+  const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(good, good, b), fx::Device::cpu())->describe();
+  CHECK_MESSAGE(plan.find("side by side[linalg_solve | linalg_solve]") != std::string::npos, plan);
+  auto jf = fx::jit(f);
+  for (int bad : {0, 1}) {
+    CAPTURE(bad);
+    const std::string m = message_of<fx::Error>([&] { jf(bad ? good : singular, bad ? singular : good, b); });
+    CHECK_MESSAGE(m.find("[linalg_solve] the matrix f64[384,384] is singular") == 0, m);
+    check_within({jf(good, good, b)}, {f(good, good, b)}, 1e-10);
+  }
+  fx::set_num_threads(before);
+}

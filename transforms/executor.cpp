@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <numeric>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
 
+#include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/tile_program.hpp"
 #include "transforms/fusion.hpp"
 #include "transforms/passes.hpp"
@@ -110,7 +112,7 @@ struct FusedMember {
 };
 
 struct Step {
-  enum Type : uint8_t { kernel, fused, dynamic_view, nothing } type = nothing;
+  enum Type : uint8_t { kernel, fused, dynamic_view, nothing, side_by_side } type = nothing;
   const Equation* eqn = nullptr;  // kernel and dynamic_view
   Kernel fn = nullptr;
   // Fused groups.
@@ -146,6 +148,11 @@ struct Step {
   std::vector<cpu::TileInstr> program;
   DType program_dtype = f32;
   std::vector<int64_t> tile_sums;
+  // Side by side (plan_side_by_side): mutually independent kernel steps, run in rounds of
+  // `rounds[r]` consecutive parts; a round of several runs one part per thread (each kernel on
+  // one thread), a round of one runs its part alone with every thread.
+  std::vector<Step> parts;
+  std::vector<int32_t> rounds;
 };
 
 struct Executable::Plan {
@@ -165,6 +172,7 @@ struct Executable::Plan {
   int32_t max_inputs = 0, max_outputs = 0;
   int64_t max_tile_bytes = 0;           // one tile buffer (per thread)
   int64_t max_replica_bytes = 0;        // one step's periodic replicas (shared by the threads)
+  int32_t max_side = 0;                 // most kernels a side-by-side round runs at once
 };
 
 struct Executable::State {
@@ -180,6 +188,7 @@ struct Executable::State {
   std::vector<double> accumulators;     // threads x plan.max_accumulators row sums
   std::vector<char*> bases;
   std::vector<Tensor> in, out;
+  std::vector<std::vector<Tensor>> side_in, side_out;  // by thread, for side-by-side rounds
   std::vector<double> tile_storage;     // threads x tile_stride bytes, for tiled products
   char* tiles = nullptr;                // tile_storage aligned to 64 bytes
   int64_t tile_stride = 0;              // bytes per thread: max_tile_bytes rounded up to 64
@@ -705,6 +714,138 @@ void plan_tiles(const Jaxpr& j, Executable::Plan& plan, std::vector<std::vector<
   }
 }
 
+/// Multiply-adds a moved element counts for in kernel_work: about as long as 8 multiply-adds of
+/// an AVX-512 GEMM on one core here (~12 elements/ns of memory bandwidth, ~100 multiply-adds/ns).
+constexpr double kElementWork = 8;
+/// Kernels cheaper than this run alone: the team's start and join (~1-2 us) would eat the gain.
+constexpr double kSideMinWork = 1 << 20;
+/// Parallel efficiency assumed for a kernel that threads itself (cpu::kLargeWork and up): f32
+/// GEMMs of W5's MLP ran at 1.7-1.9x their one-thread speed on 2 threads.
+constexpr double kThreadedSpeedup = 0.9;
+
+/// Estimated cost of a kernel step, in multiply-adds: a product's (its TilePlan's m n k), else
+/// kElementWork for each element it reads and writes.
+double kernel_work(const Jaxpr& j, const Equation& e) {
+  std::vector<AbstractValue> in;
+  for (const Atom& a : e.inputs) in.push_back(j.aval_of(a));
+  if (e.primitive->tile_plan) {
+    const TilePlan tp = e.primitive->tile_plan(in, *e.params);
+    if (tp.m > 0) return static_cast<double>(tp.m) * static_cast<double>(tp.n) * static_cast<double>(std::max<int64_t>(tp.k, 1));
+  }
+  double elements = 0;
+  for (const AbstractValue& a : in) elements += static_cast<double>(a.shape.num_elements());
+  for (int32_t v : e.outputs) elements += static_cast<double>(j.avals[v].shape.num_elements());
+  return elements * kElementWork;
+}
+
+/// The rounds of a run of independent kernels of costs `work` (sorted largest first) on
+/// `threads` threads: the next `threads` parts go side by side, one thread each, when the largest
+/// of them alone would take less than the group run one after the other, each kernel with the
+/// threads it takes alone (every thread from cpu::kLargeWork); otherwise the largest runs alone.
+std::vector<int32_t> side_rounds(const std::vector<double>& work, int threads) {
+  std::vector<int32_t> rounds;
+  size_t i = 0;
+  while (i < work.size()) {
+    const size_t group = std::min<size_t>(static_cast<size_t>(threads), work.size() - i);
+    double one_by_one = 0;
+    for (size_t p = i; p < i + group; ++p)
+      one_by_one += work[p] >= cpu::kLargeWork ? work[p] / (threads * kThreadedSpeedup) : work[p];
+    const bool side = group > 1 && work[i] < one_by_one;
+    rounds.push_back(side ? static_cast<int32_t>(group) : 1);
+    i += side ? group : 1;
+  }
+  return rounds;
+}
+
+/// Runs of consecutive kernel steps that read nothing another step of the run writes become one
+/// side-by-side step (Step::parts in rounds, see side_rounds) when some round of it runs several
+/// kernels at once. W5's MLP Hessian-vector product has five such runs of 2-5 products: on 2
+/// threads each product's own split over the team ran them at 1.4-1.7x their one-thread speed,
+/// the thin ones (256 x 512 x 10) at 0.7x, where side by side keeps every thread on its own
+/// product. For liveness the step reads all its parts' inputs and then writes all their outputs,
+/// so no part's output shares storage with another part's input.
+void plan_side_by_side(const Jaxpr& j, Executable::Plan& plan, std::vector<std::vector<int32_t>>& defs,
+                       std::vector<std::vector<int32_t>>& reads, std::vector<bool>& in_place) {
+  const int threads = max_threads();
+  if (plan.backend != Backend::cpu || threads <= 1) return;
+  std::vector<Step> steps;
+  std::vector<std::vector<int32_t>> new_defs, new_reads;
+  std::vector<bool> new_in_place;
+  const size_t count = plan.steps.size();
+  auto keep = [&](size_t s) {
+    steps.push_back(std::move(plan.steps[s]));
+    new_defs.push_back(std::move(defs[s]));
+    new_reads.push_back(std::move(reads[s]));
+    new_in_place.push_back(in_place[s]);
+  };
+  auto eligible = [&](size_t s) {
+    return plan.steps[s].type == Step::kernel && kernel_work(j, *plan.steps[s].eqn) >= kSideMinWork;
+  };
+  auto is_view = [&](size_t s) {
+    const Step& st = plan.steps[s];
+    return (st.type == Step::nothing || st.type == Step::dynamic_view) && st.eqn && st.eqn->primitive->traits.view;
+  };
+  size_t s = 0;
+  while (s < count) {
+    // The run from s: eligible kernels, none reading an output of an earlier one (or a view of
+    // it), and views (solve's reshapes of b and of its result), which move before the run when
+    // they view something it does not write, else after it.
+    std::vector<int32_t> written;
+    std::vector<size_t> kernels, views_before, views_after;
+    size_t end = s;
+    for (; end < count; ++end) {
+      const bool depends = std::any_of(reads[end].begin(), reads[end].end(), [&](int32_t v) {
+        return std::find(written.begin(), written.end(), v) != written.end();
+      });
+      if (is_view(end)) {
+        (depends ? views_after : views_before).push_back(end);
+        if (depends) written.push_back(plan.steps[end].eqn->outputs[0]);
+        continue;
+      }
+      if (depends || !eligible(end)) break;
+      kernels.push_back(end);
+      written.insert(written.end(), defs[end].begin(), defs[end].end());
+    }
+    if (kernels.size() < 2) {
+      keep(s);
+      ++s;
+      continue;
+    }
+    std::vector<std::pair<double, size_t>> by_work;
+    for (size_t p : kernels) by_work.emplace_back(kernel_work(j, *plan.steps[p].eqn), p);
+    std::stable_sort(by_work.begin(), by_work.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<double> work;
+    for (const auto& w : by_work) work.push_back(w.first);
+    std::vector<int32_t> rounds = side_rounds(work, threads);
+    if (std::all_of(rounds.begin(), rounds.end(), [](int32_t r) { return r == 1; })) {
+      for (size_t p = s; p < end; ++p) keep(p);
+      s = end;
+      continue;
+    }
+    for (size_t v : views_before) keep(v);
+    Step side;
+    side.type = Step::side_by_side;
+    side.rounds = std::move(rounds);
+    std::vector<int32_t> d, r;
+    for (const auto& w : by_work) {
+      side.parts.push_back(std::move(plan.steps[w.second]));
+      d.insert(d.end(), defs[w.second].begin(), defs[w.second].end());
+      r.insert(r.end(), reads[w.second].begin(), reads[w.second].end());
+    }
+    for (int32_t n : side.rounds) plan.max_side = std::max(plan.max_side, n);
+    steps.push_back(std::move(side));
+    new_defs.push_back(std::move(d));
+    new_reads.push_back(std::move(r));
+    new_in_place.push_back(false);
+    for (size_t v : views_after) keep(v);
+    s = end;
+  }
+  plan.steps = std::move(steps);
+  defs = std::move(new_defs);
+  reads = std::move(new_reads);
+  in_place = std::move(new_in_place);
+}
+
 }  // namespace executor_detail
 
 Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
@@ -810,6 +951,7 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
     reads.push_back(std::move(r));
   }
   plan_tiles(j, plan, defs, reads, in_place);
+  plan_side_by_side(j, plan, defs, reads, in_place);
   // Jaxpr outputs are read after the last step.
   std::vector<int32_t> final_reads;
   for (const Atom& a : j.outputs)
@@ -880,6 +1022,12 @@ std::unique_ptr<Executable::State> Executable::acquire() const {
   }
   s->in.reserve(static_cast<size_t>(plan.max_inputs));
   s->out.reserve(static_cast<size_t>(plan.max_outputs));
+  s->side_in.resize(static_cast<size_t>(plan.max_side));
+  s->side_out.resize(static_cast<size_t>(plan.max_side));
+  for (int32_t t = 0; t < plan.max_side; ++t) {
+    s->side_in[t].reserve(static_cast<size_t>(plan.max_inputs));
+    s->side_out[t].reserve(static_cast<size_t>(plan.max_outputs));
+  }
   return s;
 }
 
@@ -1467,6 +1615,55 @@ void run_fused_step(const Step& step, const Executable::Plan& plan, Executable::
   s.in.clear();
 }
 
+/// Runs kernel step `step` on the values of `s`, through the argument lists `in` and `out`
+/// (empty on entry and on return; reserved, so that no call allocates).
+void run_kernel_step(const Step& step, const Executable::State& s, std::vector<Tensor>& in, std::vector<Tensor>& out) {
+  const Equation& e = *step.eqn;
+  for (const Atom& a : e.inputs) in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
+  for (int32_t v : e.outputs) out.push_back(s.values[v]);
+  struct Clear {
+    std::vector<Tensor>& in;
+    std::vector<Tensor>& out;
+    ~Clear() { in.clear(), out.clear(); }
+  } clear{in, out};
+  step.fn(in, *e.params, out);
+}
+
+/// Runs a side-by-side step's rounds. A round of several parts runs them on as many threads, each
+/// kernel on its thread alone (cpu::kernel_threads() is 1 there); the first exception a part
+/// throws is rethrown once the round has finished.
+void run_side_by_side(const Step& step, Executable::State& s) {
+  size_t first = 0;
+  for (int32_t round : step.rounds) {
+    if (round == 1) {
+      run_kernel_step(step.parts[first], s, s.in, s.out);
+      ++first;
+      continue;
+    }
+#ifdef _OPENMP
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(round)
+    {
+      const int t = omp_get_thread_num();
+      // A smaller team than asked for (nested in a caller's parallel region, or OpenMP's thread
+      // limit) runs the remaining parts on its threads in turn.
+      for (int p = t; p < round; p += omp_get_num_threads()) {
+        try {
+          run_kernel_step(step.parts[first + p], s, s.side_in[t], s.side_out[t]);
+        } catch (...) {
+#pragma omp critical(fluxion_side_by_side)
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+#else
+    for (int p = 0; p < round; ++p) run_kernel_step(step.parts[first + p], s, s.in, s.out);
+#endif
+    first += static_cast<size_t>(round);
+  }
+}
+
 }  // namespace executor_detail
 
 void Executable::run(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
@@ -1528,15 +1725,8 @@ void Executable::run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs)
   }
   for (const Step& step : plan.steps) {
     switch (step.type) {
-      case Step::kernel: {
-        const Equation& e = *step.eqn;
-        for (const Atom& a : e.inputs) s.in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
-        for (int32_t v : e.outputs) s.out.push_back(s.values[v]);
-        step.fn(s.in, *e.params, s.out);
-        s.in.clear();
-        s.out.clear();
-        break;
-      }
+      case Step::kernel: executor_detail::run_kernel_step(step, s, s.in, s.out); break;
+      case Step::side_by_side: executor_detail::run_side_by_side(step, s); break;
       case Step::fused: {
         for (size_t k = 0; k < step.externals.size(); ++k)
           if (static_cast<int32_t>(k) != step.tiled_external)
@@ -1588,6 +1778,16 @@ std::string Executable::describe() const {
     } else if (step.type == Step::kernel) {
       ++kernels;
       os << step.eqn->primitive->name << "\n";
+    } else if (step.type == Step::side_by_side) {
+      // A round of several parts on one line: "side by side[dot_general | dot_general]".
+      size_t first = 0;
+      for (int32_t round : step.rounds) {
+        if (round > 1) os << "side by side[";
+        for (int32_t p = 0; p < round; ++p) os << (p ? " | " : "") << step.parts[first + p].eqn->primitive->name;
+        os << (round > 1 ? "]\n" : "\n");
+        first += static_cast<size_t>(round);
+      }
+      kernels += static_cast<int>(step.parts.size());
     }
   }
   os << kernels << " kernels, " << fused << " fused groups, " << plan.buffer_bytes.size() << " pooled buffers ("

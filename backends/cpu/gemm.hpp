@@ -25,6 +25,7 @@
 #include <omp.h>
 #endif
 
+#include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/permute.hpp"
 #include "backends/cpu/small_vector.hpp"
 #include "fluxion/device.hpp"
@@ -59,14 +60,9 @@ auto rhs_matrix(const A* p, int64_t k, int64_t n) {
   else return Eigen::Map<const RowMajorMat<A>>(p, k, n);
 }
 
-/// Multiply-adds (m*n*k) from which a GEMM is "large": it runs on num_threads() threads through
-/// Eigen's OpenMP product (on one thread, through OpenBLAS when blas_for() says so). Smaller
-/// products run on the calling thread only (Eigen's own rule would thread even 64^3, where
-/// starting the team and its barrier cost more than the product). Only one thread pool is ever
-/// awake, OpenMP's, which the executor's fused groups use too: OpenBLAS is kept single-threaded
-/// (src/threads.cpp). Its yielding workers and OpenMP's busy-waiting team slowed each other down
-/// 2-10x when both were awake on 2 cores (bench W2 at 2 threads: 7.75 ms against 1.68 on one).
-inline constexpr double kLargeWork = 1 << 22;
+using cpu::kLargeWork;
+using cpu::kernel_threads;
+
 /// Matrix elements (m*k) from which a matrix-vector product goes to OpenBLAS when blas_usable()
 /// (on the calling thread, as Eigen's: the two are equal there).
 inline constexpr double kLargeGemv = 1 << 18;
@@ -106,7 +102,7 @@ inline constexpr int64_t kEigenSkinny = 32;
 /// Eigen's OpenMP product, see kLargeWork).
 inline bool blas_for(int64_t m, int64_t n, int64_t k) {
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX || !blas_usable()) return false;
-  return num_threads() == 1 && std::min(m, n) > kEigenSkinny;
+  return kernel_threads() == 1 && std::min(m, n) > kEigenSkinny;
 }
 
 template <class A> using StridedMap = Eigen::Map<const RowMajorMat<A>, 0, Eigen::OuterStride<>>;
@@ -240,7 +236,7 @@ template <bool TransA, bool TransB, class A>
 void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
                   int64_t k) {
   const bool large = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kLargeWork;
-  const int threads = large ? num_threads() : 1;
+  const int threads = large ? kernel_threads() : 1;
   if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, threads)) return;
   if (large && blas_for(m, n, k) && blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
   if constexpr (std::is_same_v<A, double>) {
