@@ -1,5 +1,6 @@
-/// The jit executor: an optimized Jaxpr planned once (schedule, fused groups, buffers reused by
-/// liveness) and run many times without allocating in steady state.
+/// The jit executor: an optimized Jaxpr planned once (schedule, fused groups, independent kernels
+/// side by side on the threads, buffers reused by liveness) and run many times without allocating
+/// in steady state.
 #pragma once
 #include <atomic>
 #include <memory>
