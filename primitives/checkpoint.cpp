@@ -135,15 +135,6 @@ void batch_rule(const Primitive& self, const std::vector<Tensor>& values, const 
   out_dims = d.out_dims;
 }
 
-/// True when some equation has its own partial-evaluation rule (control flow, jit_call, a nested
-/// checkpoint): such an equation may return known values from unknown inputs, which the static
-/// split of partial_eval_jaxpr cannot see.
-bool has_partial_eval_rules(const Jaxpr& j) {
-  for (const Equation& e : j.equations)
-    if (e.primitive->partial_eval) return true;
-  return false;
-}
-
 /// The static split: which outputs the known inputs determine, and a Jaxpr computing just those.
 const Caches::Known& known_part(const CheckpointParams& p, const std::vector<bool>& known) {
   return cached(p, &Caches::known, known, [&] {
@@ -194,53 +185,26 @@ const Caches::Staged& staged_part(const CheckpointParams& p, const std::vector<b
   });
 }
 
-/// Known outputs (undefined where unknown) found by replaying the sub-Jaxpr under a
-/// partial-evaluation stage whose parent is `stage`'s: each nested equation is split by its own
-/// rule. The stage's Jaxpr (holding the residuals) is dropped.
-std::vector<Tensor> replay_known(const Jaxpr& j, StageInterpreter& stage, const std::vector<Tensor>& inputs,
-                                 const std::vector<bool>& known) {
-  InterpreterScope parent_scope(*stage.parent());
-  StageInterpreter pe("checkpoint", /*forward_known=*/true);
-  std::vector<Tensor> mixed;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    mixed.push_back(known[i] ? inputs[i] : pe.new_input(inputs[i].aval(), inputs[i].device()));
-  std::vector<Tensor> outs;
-  {
-    InterpreterScope pe_scope(pe);
-    outs = eval_jaxpr(j, mixed);
-  }
-  for (Tensor& o : outs)
-    if (pe.owns(o)) o = Tensor();
-  return outs;
-}
-
 // Under linearize: the known outputs are computed now under the parent (without residuals), and
 // one checkpoint equation taking the known inputs themselves is staged for the unknown outputs.
 std::vector<Tensor> partial_eval_rule(const Primitive& self, StageInterpreter& stage, const std::vector<Tensor>& inputs,
                                       const std::vector<bool>& known, const Params& params) {
   const auto& p = params.as<CheckpointParams>();
-  std::vector<Tensor> out;
-  std::vector<bool> out_known;
-  if (has_partial_eval_rules(p.body.jaxpr())) {
-    out = replay_known(p.body.jaxpr(), stage, inputs, known);
-    for (const Tensor& o : out) out_known.push_back(o.defined());
-  } else {
-    const Caches::Known& d = known_part(p, known);
-    out_known = d.out_known;
-    out.assign(out_known.size(), Tensor());
-    if (d.call) {
-      std::vector<Tensor> known_in;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        if (known[i]) known_in.push_back(inputs[i]);
-      std::vector<Tensor> known_out;
-      {
-        InterpreterScope parent_scope(*stage.parent());
-        known_out = fluxion::bind(self, known_in, *d.call);
-      }
-      size_t k = 0;
-      for (size_t i = 0; i < out.size(); ++i)
-        if (out_known[i]) out[i] = known_out[k++];
+  const Caches::Known& d = known_part(p, known);
+  const std::vector<bool>& out_known = d.out_known;
+  std::vector<Tensor> out(out_known.size());
+  if (d.call) {
+    std::vector<Tensor> known_in;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (known[i]) known_in.push_back(inputs[i]);
+    std::vector<Tensor> known_out;
+    {
+      InterpreterScope parent_scope(*stage.parent());
+      known_out = fluxion::bind(self, known_in, *d.call);
     }
+    size_t k = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out_known[i]) out[i] = known_out[k++];
   }
   bool any_unknown = false;
   for (bool k : out_known) any_unknown |= !k;

@@ -208,23 +208,11 @@ const Caches::PartialEval& partial_eval_for(const JitCallParams& call, const std
 }
 
 // Under linearize: the known part runs now (one jit_call under the parent), the rest is staged
-// as a jit_call taking the residuals.
-/// True when some equation of `j` has its own partial-evaluation rule (control flow, nested
-/// jit_call): partial_eval_jaxpr would stage it whole, so such Jaxprs are replayed instead.
-bool has_partial_eval_rules(const Jaxpr& j) {
-  for (const Equation& e : j.equations)
-    if (e.primitive->partial_eval) return true;
-  return false;
-}
-
+// as a jit_call taking the residuals. partial_eval_jaxpr splits nested control flow and calls by
+// their own rules, so the known part holds every primal value.
 std::vector<Tensor> partial_eval_rule(const Primitive& self, StageInterpreter& stage, const std::vector<Tensor>& inputs,
                                       const std::vector<bool>& known, const Params& params) {
   const auto& call = params.as<JitCallParams>();
-  if (has_partial_eval_rules(call.jaxpr())) {
-    // Replayed under the staging interpreter: each equation is split by its own rule.
-    InterpreterScope scope(stage);
-    return eval_jaxpr(call.jaxpr(), inputs);
-  }
   const Caches::PartialEval& d = partial_eval_for(call, known);
   std::vector<Tensor> known_in, unknown_in;
   for (size_t i = 0; i < inputs.size(); ++i) (known[i] ? known_in : unknown_in).push_back(inputs[i]);

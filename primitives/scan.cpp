@@ -239,16 +239,17 @@ Slices partial_eval_rule(const Primitive& self, StageInterpreter& stage, const S
   std::vector<bool> forced(ncar), const_res(split.num_residuals, false);
   std::vector<size_t> const_pos(split.num_residuals, 0);
   for (size_t k = 0; k < ncar; ++k) forced[k] = unknown[nc + k] && split.out_known[k];
-  for (size_t r = 0; r < split.num_residuals; ++r)
-    for (size_t i = 0; i < nc; ++i)
-      if (jb.invars[i] == split.unknown.invars[r]) const_res[r] = true, const_pos[r] = i;
+  for (size_t r = 0; r < split.num_residuals; ++r) {
+    const int i = split.residual_input[r];
+    if (i >= 0 && static_cast<size_t>(i) < nc) const_res[r] = true, const_pos[r] = static_cast<size_t>(i);
+  }
   // Positions of each body output in the known / unknown output lists.
   std::vector<size_t> kpos(ncar + ny), upos(ncar + ny);
   size_t nk = 0, nu = 0;
   for (size_t o = 0; o < ncar + ny; ++o) (split.out_known[o] ? kpos[o] = nk++ : upos[o] = nu++);
   std::vector<AbstractValue> in_avals = jb.in_avals(), res_avals, stacked_res_avals, forced_avals;
   for (size_t r = 0; r < split.num_residuals; ++r) {
-    res_avals.push_back(jb.avals[split.unknown.invars[r]]);
+    res_avals.push_back(split.unknown.avals[split.unknown.invars[r]]);
     if (!const_res[r]) stacked_res_avals.push_back(res_avals.back());
   }
   for (size_t k = 0; k < ncar; ++k)

@@ -1,77 +1,72 @@
-// partial_eval_jaxpr: a forward pass marking unknown variables, then two filtered copies.
+// partial_eval_jaxpr: a replay of the Jaxpr under two staging interpreters, the known side below
+// the unknown (partial-evaluation) side.
 #include "transforms/partial_eval.hpp"
 
 namespace fluxion {
-
-namespace partial_eval_detail {
-/// Keeps only the constvars that `j` still reads (the split copies every constant to both sides).
-void drop_unused_consts(Jaxpr& j) {
-  std::vector<bool> used(j.avals.size(), false);
-  for (const Equation& e : j.equations)
-    for (const Atom& a : e.inputs)
-      if (!a.is_literal()) used[a.var] = true;
-  for (const Atom& a : j.outputs)
-    if (!a.is_literal()) used[a.var] = true;
-  std::vector<int32_t> vars;
-  std::vector<Tensor> values;
-  for (size_t i = 0; i < j.constvars.size(); ++i)
-    if (used[j.constvars[i]]) {
-      vars.push_back(j.constvars[i]);
-      values.push_back(j.consts[i]);
-    }
-  j.constvars = std::move(vars);
-  j.consts = std::move(values);
-}
-}  // namespace partial_eval_detail
 
 PartialEvalSplit partial_eval_jaxpr(const Jaxpr& jaxpr, const std::vector<bool>& unknown_inputs) {
   if (unknown_inputs.size() != jaxpr.invars.size())
     detail::fail<Error>("partial_eval", "got ", unknown_inputs.size(), " input flags for a Jaxpr with ",
                         jaxpr.invars.size(), " inputs. Pass one flag per input.");
-  std::vector<bool> unknown(jaxpr.avals.size(), false);
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i) unknown[jaxpr.invars[i]] = unknown_inputs[i];
-  auto is_unknown = [&](const Atom& a) { return !a.is_literal() && unknown[a.var]; };
-
+  // `known` stages everything bound under it; `unknown` (its child) forwards equations whose
+  // inputs are all outside it to `known`, applies partial-evaluation rules to mixed ones, and
+  // stages the rest. Sub-Jaxprs are device-neutral: tracers are placed on the CPU.
+  StageInterpreter known("partial_eval");
+  std::vector<Tensor> args(jaxpr.invars.size()), known_args;
+  std::vector<Tensor> outs;
   PartialEvalSplit split;
-  split.known.avals = split.unknown.avals = jaxpr.avals;
-  split.known.constvars = split.unknown.constvars = jaxpr.constvars;
-  split.known.consts = split.unknown.consts = jaxpr.consts;
-  std::vector<bool> is_const(jaxpr.avals.size(), false);
-  for (int32_t v : jaxpr.constvars) is_const[v] = true;
-
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
-    if (!unknown_inputs[i]) split.known.invars.push_back(jaxpr.invars[i]);
-  // Residuals: known, non-constant variables read by unknown equations or returned as unknown
-  // outputs' inputs; collected in first-use order so the split is deterministic.
-  std::vector<bool> is_residual(jaxpr.avals.size(), false);
-  std::vector<int32_t> residuals;
-  for (const Equation& e : jaxpr.equations) {
-    bool any = false;
-    for (const Atom& a : e.inputs) any |= is_unknown(a);
-    if (!any) {
-      split.known.equations.push_back(e);
-      continue;
+  {
+    InterpreterScope known_scope(known);
+    StageInterpreter unknown("partial_eval", /*forward_known=*/true);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const AbstractValue& aval = jaxpr.avals[jaxpr.invars[i]];
+      if (!unknown_inputs[i]) known_args.push_back(args[i] = known.new_input(aval));
     }
-    for (int32_t v : e.outputs) unknown[v] = true;
-    for (const Atom& a : e.inputs)
-      if (!a.is_literal() && !unknown[a.var] && !is_const[a.var] && !is_residual[a.var]) {
-        is_residual[a.var] = true;
-        residuals.push_back(a.var);
-      }
-    split.unknown.equations.push_back(e);
+    for (size_t i = 0; i < args.size(); ++i)
+      if (unknown_inputs[i]) args[i] = unknown.new_input(jaxpr.avals[jaxpr.invars[i]]);
+    {
+      InterpreterScope unknown_scope(unknown);
+      outs = eval_jaxpr(jaxpr, args);
+    }
+    std::vector<Tensor> unknown_outs;
+    for (const Tensor& o : outs) {
+      const bool is_known = !unknown.owns(o);
+      split.out_known.push_back(is_known);
+      if (!is_known) unknown_outs.push_back(o);
+    }
+    split.unknown = unknown.finish(unknown_outs);
   }
-  for (const Atom& a : jaxpr.outputs) {
-    bool known = !is_unknown(a);
-    split.out_known.push_back(known);
-    (known ? split.known.outputs : split.unknown.outputs).push_back(a);
+  // The unknown side's constants made by the known side are residuals: they become its leading
+  // inputs, and extra outputs of the known side. Other constants (concrete values) stay.
+  Jaxpr& u = split.unknown;
+  std::vector<int32_t> residual_vars, constvars;
+  std::vector<Tensor> residuals, consts;
+  for (size_t i = 0; i < u.constvars.size(); ++i) {
+    if (known.owns(u.consts[i])) {
+      residual_vars.push_back(u.constvars[i]);
+      residuals.push_back(u.consts[i]);
+    } else {
+      constvars.push_back(u.constvars[i]);
+      consts.push_back(u.consts[i]);
+    }
   }
-  for (int32_t v : residuals) split.known.outputs.push_back(Atom::of_var(v));
+  u.constvars = std::move(constvars);
+  u.consts = std::move(consts);
+  u.invars.insert(u.invars.begin(), residual_vars.begin(), residual_vars.end());
   split.num_residuals = residuals.size();
-  split.unknown.invars = residuals;
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
-    if (unknown_inputs[i]) split.unknown.invars.push_back(jaxpr.invars[i]);
-  partial_eval_detail::drop_unused_consts(split.known);
-  partial_eval_detail::drop_unused_consts(split.unknown);
+  for (const Tensor& r : residuals) {
+    int input = -1;
+    for (size_t i = 0, k = 0; i < args.size(); ++i)
+      if (!unknown_inputs[i]) {
+        if (known_args[k++].impl() == r.impl()) input = static_cast<int>(i);
+      }
+    split.residual_input.push_back(input);
+  }
+  std::vector<Tensor> known_outs;
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (split.out_known[i]) known_outs.push_back(outs[i]);
+  known_outs.insert(known_outs.end(), residuals.begin(), residuals.end());
+  split.known = known.finish(known_outs);
   return split;
 }
 
