@@ -61,14 +61,19 @@ Tensor apply_binary(const char* op, LaxBinary f, const Tensor& a, const Tensor& 
   return f(x, y);
 }
 
-/// The rank-0 tensor of `dtype` holding a weak scalar. DTypeError when an integer does not fit i32.
+/// The rank-0 tensor of `dtype` holding a weak scalar. DTypeError when an integer does not fit an
+/// integer dtype (never a silent wrap).
 Tensor weak_tensor(const char* op, const WeakScalar& s, DType dtype) {
+  if (s.integral && s.above_i64 && is_integer(dtype))
+    detail::fail<DTypeError>(op, "the integer ", s.above_i64, " does not fit in ", dtype, ", the dtype of the ",
+                             "other operand (nor in i64). Convert the tensor with fx::astype(x, fx::f64) first.");
   if (s.integral && dtype == i32 &&
       (s.i < std::numeric_limits<int32_t>::min() || s.i > std::numeric_limits<int32_t>::max()))
     detail::fail<DTypeError>(op, "the integer ", s.i, " does not fit in i32, the dtype of the ",
                              "other operand. Convert the tensor with fx::astype(x, fx::i64) first.");
   return dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (s.above_i64) return scalar<T>(detail::convert_scalar<T>(s.above_i64));  // a float dtype here
     return scalar<T>(s.integral ? detail::convert_scalar<T>(s.i) : detail::convert_scalar<T>(s.f));
   });
 }
@@ -100,7 +105,10 @@ constexpr BinaryOp kMultiply{"multiply", &lax::mul, Kind::arithmetic, &lax::logi
 constexpr BinaryOp kDivide{"divide", &lax::div, Kind::true_divide, nullptr, f64};
 constexpr BinaryOp kMaximum{"maximum", &lax::max, Kind::arithmetic, &lax::logical_or, boolean};
 constexpr BinaryOp kMinimum{"minimum", &lax::min, Kind::arithmetic, &lax::logical_and, boolean};
-constexpr BinaryOp kRemainder{"remainder", &lax::rem, Kind::arithmetic, nullptr, i32};
+Tensor floored_remainder(const Tensor& a, const Tensor& b);
+Tensor truncated_remainder(const Tensor& a, const Tensor& b);
+constexpr BinaryOp kRemainder{"remainder", &floored_remainder, Kind::arithmetic, nullptr, i32};
+constexpr BinaryOp kFmod{"fmod", &truncated_remainder, Kind::arithmetic, nullptr, i32};
 constexpr BinaryOp kAtan2{"atan2", &lax::atan2, Kind::floating, nullptr, f64};
 constexpr BinaryOp kLess{"less", &lax::lt, Kind::compare, nullptr, i32};
 constexpr BinaryOp kLessEqual{"less_equal", &lax::le, Kind::compare, nullptr, i32};
@@ -138,6 +146,38 @@ Tensor binary(const BinaryOp& op, const WeakScalar& a, const Tensor& b) {
   LaxBinary f;
   DType d = compute_dtype(op, result_type(b, a), f);
   return f(weak_tensor(op.name, a, d), astype(b, d));
+}
+
+/// C fmod of promoted operands (one may be rank 0): the sign of the dividend. An integer divisor
+/// of 0 gives 0 (numpy's result; the rem kernel returns the dividend).
+Tensor truncated_remainder(const Tensor& a, const Tensor& b) {
+  Tensor r = lax::rem(a, b);
+  return is_floating(r.dtype()) ? r : where(b == 0, 0, r);
+}
+
+/// numpy's floored remainder: the sign of the divisor, and copysign(0, b) for exact multiples.
+Tensor floored_value(const Tensor& a, const Tensor& b) {
+  Tensor r = truncated_remainder(a, b);
+  Tensor adjust = (r != 0) && ((r < 0) != (b < 0));  // a nonzero result of the dividend's sign
+  Tensor out = where(adjust, r + b, r);
+  if (!is_floating(r.dtype())) return out;
+  // Constants, not neg(r): the sign of a zero must not depend on a kernel's arithmetic.
+  Tensor signed_zero = where(b < 0, full(Shape{}, -0.0, r.dtype()), full(Shape{}, 0.0, r.dtype()));
+  return where(r == 0, signed_zero, out);
+}
+
+// Floats: a - b floor(a / b) has the derivatives 1 and -floor(a / b) wherever it is smooth. The
+// rule says so directly: differentiating the selects would give 0 at exact multiples.
+Tensor floored_remainder(const Tensor& a, const Tensor& b) {
+  if (!is_floating(a.dtype())) return floored_value(a, b);
+  using Pair = std::tuple<Tensor, Tensor>;
+  static const auto f = custom_jvp(&floored_value, [](const Pair& p, const Pair& t) {
+    const auto& [x, y] = p;
+    Tensor out = floored_value(x, y);
+    Tensor quotient = lax::round((x - out) / y);  // an integer up to rounding
+    return std::pair<Tensor, Tensor>{out, std::get<0>(t) - std::get<1>(t) * quotient};
+  });
+  return f(a, b);
 }
 
 /// Integer and bool inputs of float functions are converted to f64.
@@ -308,14 +348,34 @@ Tensor pow(WeakScalar x, const Tensor& y) {
   return ops_detail::pow_in(ops_detail::weak_tensor("pow", x, ops_detail::pow_compute_dtype(d)), y, d, y.shape());
 }
 
-Tensor maximum(const Tensor& a, const Tensor& b) { return ops_detail::binary(ops_detail::kMaximum, a, b); }
-Tensor maximum(const Tensor& a, WeakScalar b) { return ops_detail::binary(ops_detail::kMaximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return ops_detail::binary(ops_detail::kMinimum, a, b); }
-Tensor minimum(const Tensor& a, WeakScalar b) { return ops_detail::binary(ops_detail::kMinimum, a, b); }
-Tensor atan2(const Tensor& y, const Tensor& x) { return ops_detail::binary(ops_detail::kAtan2, y, x); }
-Tensor remainder(const Tensor& a, const Tensor& b) { return ops_detail::binary(ops_detail::kRemainder, a, b); }
+// Tensor-tensor, tensor-scalar and scalar-tensor forms of the binary functions.
+#define FLUXION_BINARY_FORMS(name, op)                                                                  \
+  Tensor name(const Tensor& a, const Tensor& b) { return ops_detail::binary(ops_detail::op, a, b); } \
+  Tensor name(const Tensor& a, WeakScalar b) { return ops_detail::binary(ops_detail::op, a, b); }    \
+  Tensor name(WeakScalar a, const Tensor& b) { return ops_detail::binary(ops_detail::op, a, b); }
+FLUXION_BINARY_FORMS(maximum, kMaximum)
+FLUXION_BINARY_FORMS(minimum, kMinimum)
+FLUXION_BINARY_FORMS(atan2, kAtan2)
+FLUXION_BINARY_FORMS(remainder, kRemainder)
+FLUXION_BINARY_FORMS(fmod, kFmod)
+#undef FLUXION_BINARY_FORMS
+
 Tensor clip(const Tensor& x, WeakScalar lo, WeakScalar hi) { return minimum(maximum(x, lo), hi); }
-Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) { return minimum(maximum(x, lo), hi); }
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  ops_detail::broadcast_all("clip", {x.aval(), lo.aval(), hi.aval()});  // the error names clip
+  return minimum(maximum(x, lo), hi);
+}
+
+// NaN is the only value unequal to itself; integers and bool are always finite.
+Tensor isnan(const Tensor& x) { return x != x; }
+Tensor isinf(const Tensor& x) {
+  return is_floating(x.dtype()) ? abs(x) == std::numeric_limits<double>::infinity() : x != x;
+}
+Tensor isfinite(const Tensor& x) {
+  return is_floating(x.dtype()) ? abs(x) < std::numeric_limits<double>::infinity() : x == x;
+}
+// x <= 0 is false for NaN, which passes through; the derivative at 0 is 0, like jax.nn.relu.
+Tensor relu(const Tensor& x) { return x.dtype() == boolean ? x : where(x <= 0, 0, x); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return ops_detail::select(cond, a, b, promote_types(a.dtype(), b.dtype()));

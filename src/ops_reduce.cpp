@@ -1,5 +1,5 @@
-// The numpy-style op layer, reductions: sum mean prod max min argmax argmin cumsum logsumexp
-// softmax log_softmax norm. Axes may be negative; an empty axis list means every axis.
+// The numpy-style op layer, reductions: sum mean prod max min any all var std argmax argmin cumsum
+// logsumexp softmax log_softmax norm. Axes may be negative; an empty axis list means every axis.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -48,9 +48,12 @@ void check_nonempty(const char* op, const Tensor& x, const std::vector<int64_t>&
 Tensor counting(const Tensor& x) { return x.dtype() == boolean ? astype(x, i32) : x; }
 Tensor to_inexact(const Tensor& x) { return is_floating(x.dtype()) ? x : astype(x, f64); }
 
-/// `m` with non-finite values (an all -inf slice, inf, nan) replaced by 0, as a constant shift.
-Tensor finite_shift(const Tensor& m) {
-  return stop_gradient(where(abs(m) < std::numeric_limits<double>::infinity(), m, 0.0));
+/// The max of `v` over `ax` as a constant shift for exp: non-finite values (an all -inf slice,
+/// inf, nan, and the -inf of an empty axis) are replaced by 0. lax's reduce_max is used because it
+/// has an identity (-inf) for empty axes, where fx::max refuses them.
+Tensor finite_shift(const Tensor& v, const std::vector<int64_t>& ax) {
+  Tensor m = lax::reduce_max(v, ax);
+  return stop_gradient(where(isfinite(m), m, 0.0));
 }
 
 /// `r`, reduced over the sorted axes `ax`, broadcast back to `shape` (no expand_dims needed).
@@ -67,6 +70,17 @@ Tensor arg_reduce(const char* op, Tensor (*f)(const Tensor&, int64_t, DType), co
   check_nonempty(op, x, {a});
   Tensor r = f(counting(x), a, i32);  // bool masks: the index of the first true (or false)
   return keepdims ? lax::expand_dims(r, {a}) : r;
+}
+
+// Two passes (the mean first), like numpy: no cancellation of E[x^2] - E[x]^2.
+Tensor variance(const char* op, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+  Tensor xf = to_inexact(x);
+  std::vector<int64_t> ax = reduction_axes(op, axes, x.ndim());
+  int64_t count = 1;
+  for (int64_t a : ax) count *= x.shape()[a];
+  Tensor centred = xf - unreduce(mean(xf, ax), xf.shape(), ax);
+  Tensor squares = sum(centred * centred, ax, keepdims);
+  return squares / static_cast<double>(std::max<int64_t>(count - ddof, 0));
 }
 
 }  // namespace ops_reduce_detail
@@ -98,6 +112,26 @@ Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   return ops_reduce_detail::reduce("min", &lax::reduce_min, x, axes, keepdims);
 }
 
+// Via the max (min) of the elements as i32 flags: its identity over an empty axis, the lowest
+// (largest) integer, gives any = false and all = true, and a max cannot overflow like a count.
+Tensor any(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  Tensor flags = astype(astype(x, boolean), i32);
+  return ops_reduce_detail::reduce("any", &lax::reduce_max, flags, axes, keepdims) > 0;
+}
+
+Tensor all(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  Tensor flags = astype(astype(x, boolean), i32);
+  return ops_reduce_detail::reduce("all", &lax::reduce_min, flags, axes, keepdims) > 0;
+}
+
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+  return ops_reduce_detail::variance("var", x, axes, keepdims, ddof);
+}
+
+Tensor std(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+  return sqrt(ops_reduce_detail::variance("std", x, axes, keepdims, ddof));
+}
+
 Tensor argmax(const Tensor& x) { return argmax(ravel(x), 0); }
 Tensor argmin(const Tensor& x) { return argmin(ravel(x), 0); }
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdims) {
@@ -119,7 +153,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim
   std::vector<int64_t> ax = ops_reduce_detail::reduction_axes("logsumexp", axes, x.ndim());
   auto plain = [ax](const Tensor& v) {
     // Shifting by the (constant) max keeps exp from overflowing; an all -inf slice gives -inf.
-    Tensor m = ops_reduce_detail::finite_shift(max(v, ax));
+    Tensor m = ops_reduce_detail::finite_shift(v, ax);
     return log(sum(exp(v - ops_reduce_detail::unreduce(m, v.shape(), ax)), ax)) + m;
   };
   auto f = custom_jvp(plain, [ax, plain](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
@@ -136,7 +170,7 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim
 Tensor softmax(const Tensor& x, int64_t axis) {
   Tensor xf = ops_reduce_detail::to_inexact(x);
   std::vector<int64_t> a{normalize_axis("softmax", axis, x.ndim())};
-  Tensor m = ops_reduce_detail::finite_shift(max(xf, a));
+  Tensor m = ops_reduce_detail::finite_shift(xf, a);
   Tensor e = exp(xf - ops_reduce_detail::unreduce(m, xf.shape(), a));
   return e / ops_reduce_detail::unreduce(sum(e, a), xf.shape(), a);
 }
@@ -144,7 +178,7 @@ Tensor softmax(const Tensor& x, int64_t axis) {
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   Tensor xf = ops_reduce_detail::to_inexact(x);
   std::vector<int64_t> a{normalize_axis("log_softmax", axis, x.ndim())};
-  Tensor m = ops_reduce_detail::finite_shift(max(xf, a));
+  Tensor m = ops_reduce_detail::finite_shift(xf, a);
   Tensor shifted = xf - ops_reduce_detail::unreduce(m, xf.shape(), a);
   return shifted - ops_reduce_detail::unreduce(log(sum(exp(shifted), a)), xf.shape(), a);
 }

@@ -1,7 +1,10 @@
 // The numpy-style op layer, shapes and indexing: reshape transpose expand_dims squeeze concatenate
-// stack ravel slice take. Ops that would not change anything return their input (no equation).
+// stack ravel slice take nonzero (and the one-argument where). Ops that would not change anything return their input (no equation).
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
+#include "fluxion/interpreter.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
@@ -22,6 +25,44 @@ std::vector<Tensor> promote_all(const char* op, const std::vector<Tensor>& xs) {
 int64_t clamp_bound(int64_t v, int64_t dim) {
   if (v < 0) v += dim;
   return std::clamp<int64_t>(v, 0, dim);
+}
+
+/// Indices of `n` elements (and the fill sentinel n): i32 unless they need i64.
+DType index_dtype(int64_t n) { return n < std::numeric_limits<int32_t>::max() ? i32 : i64; }
+
+/// ShapeError naming `op` for a rank-0 argument (numpy and JAX refuse it too).
+void check_nonzero_rank(const char* op, const Tensor& x) {
+  if (x.ndim() == 0)
+    detail::fail<ShapeError>(op, "needs a tensor of rank >= 1, got ", x.aval(), ". Use fx::reshape(x, {1}).");
+}
+
+/// The concrete value of `x`; a traced one is a ConcretizationError that names the alternatives.
+Tensor concrete_condition(const char* op, const Tensor& x) {
+  if (!x.is_tracer()) return x;
+  try {
+    return x.concrete(op);
+  } catch (const ConcretizationError&) {
+    const char* transform = static_cast<const TracerImpl&>(*x.impl()).owner()->transform;
+    detail::fail<ConcretizationError>(
+        op, "the number of indices depends on the values of ", x.aval(), ", which are traced by ", transform,
+        ", so the result has no static shape. Use the three-argument fx::where(cond, a, b), or ",
+        "fx::nonzero(cond, size) with a static size (padded with fill_value).");
+  }
+}
+
+/// Eager nonzero: one index tensor per dimension of x.
+std::vector<Tensor> nonzero_concrete(const char* op, const Tensor& x0) {
+  check_nonzero_rank(op, x0);
+  Tensor x = concrete_condition(op, x0);
+  std::vector<int64_t> flags = astype(x, boolean).to_vector<int64_t>();
+  const std::vector<int64_t> strides = x.shape().strides();
+  std::vector<std::vector<int64_t>> idx(static_cast<size_t>(x.ndim()));
+  for (int64_t p = 0; p < static_cast<int64_t>(flags.size()); ++p)
+    if (flags[static_cast<size_t>(p)])
+      for (int64_t d = 0; d < x.ndim(); ++d) idx[d].push_back(p / strides[d] % x.shape()[d]);
+  std::vector<Tensor> out;
+  for (const std::vector<int64_t>& v : idx) out.push_back(astype(from_vector(v), index_dtype(x.size())));
+  return out;
 }
 
 }  // namespace ops_shape_detail
@@ -178,5 +219,40 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis) {
 }
 
 Tensor take(const Tensor& x, const Tensor& indices) { return take(ravel(x), indices, 0); }
+
+}  // namespace fluxion
+
+namespace fluxion {
+
+std::vector<Tensor> where(const Tensor& cond) { return ops_shape_detail::nonzero_concrete("where", cond); }
+std::vector<Tensor> nonzero(const Tensor& x) { return ops_shape_detail::nonzero_concrete("nonzero", x); }
+
+// Static shapes throughout: the k-th nonzero element goes to slot k (its running count - 1) by a
+// scatter_add of its position + 1 into `size` + 1 slots, the last one collecting the elements that
+// do not fit (scatter_add clamps their slot). An empty slot (0) takes fill_value.
+std::vector<Tensor> nonzero(const Tensor& x, int64_t size, int64_t fill_value) {
+  ops_shape_detail::check_nonzero_rank("nonzero", x);
+  if (size < 0) detail::fail<ShapeError>("nonzero", "size must be >= 0, got ", size, ".");
+  const int64_t n = x.size();
+  const DType dt = ops_shape_detail::index_dtype(std::max(n, size));
+  if (dt == i32 && (fill_value < std::numeric_limits<int32_t>::min() || fill_value > std::numeric_limits<int32_t>::max()))
+    detail::fail<DTypeError>("nonzero", "fill_value ", fill_value, " does not fit in the i32 indices. Use a value in range.");
+  Tensor flags = ravel(astype(x, boolean));
+  Tensor slot = where(flags, lax::cumsum(astype(flags, dt), 0) - 1, size);
+  Tensor positions = arange(1, n + 1, 1, dt);
+  Tensor filled = lax::scatter_add(zeros({size + 1}, dt), slot, positions, 0);
+  Tensor first = slice(filled, {0}, {size});
+  Tensor found = first > 0;
+  Tensor rest = first - 1;
+  std::vector<Tensor> out(static_cast<size_t>(x.ndim()));
+  for (int64_t d = x.ndim(); d-- > 0;) {
+    // Row-major unravelling; a zero extent (no element is found) divides by 1 instead.
+    Tensor extent = full(Shape{}, std::max<int64_t>(x.shape()[d], 1), dt);
+    Tensor index = d == 0 ? rest : lax::rem(rest, extent);
+    out[static_cast<size_t>(d)] = where(found, index, fill_value);
+    rest = lax::div(rest, extent);
+  }
+  return out;
+}
 
 }  // namespace fluxion

@@ -18,17 +18,29 @@ void check_float_input(const char* transform, size_t argnum, const Tensor& leaf)
 
 Tensor ones_like_value(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 
+void fail_argnums_range(const char* transform, int argnum, size_t num_args) {
+  detail::fail<Error>(transform, "argnums ", argnum, " is out of range for a function called with ", num_args,
+                      " argument(s). Use argnums in [0, ", num_args, ").");
+}
+
+void fail_axis_structure(const char* what, size_t index, const std::string& path, const std::string& problem) {
+  detail::fail<Error>("vmap", what, " entry ", what[0] == 'i' ? detail::cat("for argument ", index) : std::string("for the output"),
+                      path.empty() ? "" : " at ", path, " ", problem, ". Give a container with one entry per element ",
+                      "of the value's pytree, or one int / fx::none for the whole (sub)tree.");
+}
+
 int64_t vmap_batch_size(const std::vector<std::vector<Tensor>>& leaves_per_arg,
-                        const std::vector<std::optional<int64_t>>& axes) {
+                        const std::vector<std::vector<std::optional<int64_t>>>& axes) {
   int64_t size = -1;
   size_t first_arg = 0;
   int64_t first_axis = 0;
   AbstractValue first_aval;
   for (size_t i = 0; i < leaves_per_arg.size(); ++i) {
-    if (!axes[i] || leaves_per_arg[i].empty()) continue;
-    for (const Tensor& t : leaves_per_arg[i]) {
+    for (size_t j = 0; j < leaves_per_arg[i].size(); ++j) {
+      if (!axes[i][j]) continue;
+      const Tensor& t = leaves_per_arg[i][j];
       int64_t rank = t.ndim();
-      int64_t a = *axes[i];
+      int64_t a = *axes[i][j];
       if (a < -rank || a >= rank)
         detail::fail<AxisError>("vmap", "in_axes ", a, " is out of range for argument ", i, " of type ", t.aval(),
                                 ". Use an axis in [", -rank, ", ", rank, ") or fx::none.");
@@ -49,13 +61,20 @@ int64_t vmap_batch_size(const std::vector<std::vector<Tensor>>& leaves_per_arg,
   return size;
 }
 
-Tensor vmap_output(const BatchInterpreter& interp, const Tensor& out, int64_t size, int64_t out_axis) {
+Tensor vmap_output(const BatchInterpreter& interp, const Tensor& out, int64_t size, std::optional<int64_t> out_axis,
+                   size_t leaf) {
   auto [value, dim] = interp.split(out);
+  if (!out_axis) {
+    if (dim != kNotMapped)
+      detail::fail<Error>("vmap", "out_axes is fx::none for output leaf ", leaf, " (", value.aval(), "), but it ",
+                          "depends on the mapped arguments. Give it a batch axis, or return it unbatched.");
+    return value;
+  }
   int64_t rank = value.ndim() + (dim == kNotMapped ? 1 : 0);
-  if (out_axis < -rank || out_axis >= rank)
-    detail::fail<AxisError>("vmap", "out_axes ", out_axis, " is out of range for an output of rank ", rank - 1,
+  if (*out_axis < -rank || *out_axis >= rank)
+    detail::fail<AxisError>("vmap", "out_axes ", *out_axis, " is out of range for an output of rank ", rank - 1,
                             " (", rank, " with the batch axis). Use an axis in [", -rank, ", ", rank, ").");
-  int64_t to = out_axis < 0 ? out_axis + rank : out_axis;
+  int64_t to = *out_axis < 0 ? *out_axis + rank : *out_axis;
   return batching::materialize(value, dim, size, to);
 }
 

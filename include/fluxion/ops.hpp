@@ -1,6 +1,8 @@
 /// The numpy-style op layer: broadcasting and dtype promotion happen here, once, emitting
 /// explicit convert_element_type / broadcast_in_dim primitives before the exact-shape primitive.
 #pragma once
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -14,10 +16,14 @@ struct WeakScalar {
   double f = 0;
   int64_t i = 0;
   bool integral = false;
+  uint64_t above_i64 = 0;  // an unsigned integer too large for int64 (i is then meaningless)
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   WeakScalar(T v)  // NOLINT: implicit so that x + 2 and x * 0.5 read naturally
       : f(static_cast<double>(v)), i(std::is_integral_v<T> ? static_cast<int64_t>(v) : 0),
-        integral(std::is_integral_v<T>) {}
+        integral(std::is_integral_v<T>) {
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t))
+      if (v > static_cast<T>(std::numeric_limits<int64_t>::max())) above_i64 = static_cast<uint64_t>(v);
+  }
 };
 
 /// The dtype of `a op b` for tensors (lattice bool < i32 < i64 < f32 < f64).
@@ -100,19 +106,52 @@ Tensor square(const Tensor& x);
 Tensor pow(const Tensor& x, const Tensor& y);
 Tensor pow(const Tensor& x, WeakScalar y);
 Tensor pow(WeakScalar x, const Tensor& y);
+// Binary functions take tensor-tensor, tensor-scalar and scalar-tensor operands; a C++ scalar is
+// weakly typed like in the arithmetic operators (fx::maximum(x_f32, 0) stays f32).
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, WeakScalar b);
+Tensor maximum(WeakScalar a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, WeakScalar b);
+Tensor minimum(WeakScalar a, const Tensor& b);
 Tensor atan2(const Tensor& y, const Tensor& x);
-Tensor remainder(const Tensor& a, const Tensor& b);  // C fmod semantics (sign of a)
+Tensor atan2(const Tensor& y, WeakScalar x);
+Tensor atan2(WeakScalar y, const Tensor& x);
+/// numpy's remainder (Python's %): floored, the result takes the divisor's sign (exact multiples
+/// give a zero of the divisor's sign); remainder(x, 0) is NaN for floats and 0 for integers.
+/// Derivatives 1 and -floor(a / b).
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, WeakScalar b);
+Tensor remainder(WeakScalar a, const Tensor& b);
+/// C's fmod (numpy.fmod): truncated, the result takes the dividend's sign; fmod(x, 0) is NaN for
+/// floats and 0 for integers.
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, WeakScalar b);
+Tensor fmod(WeakScalar a, const Tensor& b);
 Tensor clip(const Tensor& x, WeakScalar lo, WeakScalar hi);
 Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi);
+/// Elementwise tests, bool results (integers and bool are never NaN or infinite).
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+/// max(x, 0) with derivative 0 at 0 (like jax.nn.relu); NaN passes through.
+Tensor relu(const Tensor& x);
 /// cond ? a : b elementwise, with broadcasting; cond must be bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, WeakScalar b);
 Tensor where(const Tensor& cond, WeakScalar a, const Tensor& b);
 Tensor where(const Tensor& cond, WeakScalar a, WeakScalar b);
+/// numpy's one-argument where (= nonzero): the indices of the nonzero elements, one i32 tensor per
+/// dimension of cond, in row-major order. Their number depends on the values, so cond must be
+/// concrete: eager, or under grad/jvp. Under vmap and jit it throws ConcretizationError: use the
+/// three-argument where, or nonzero(cond, size) with a static size.
+std::vector<Tensor> where(const Tensor& cond);
+/// Indices of the nonzero elements of x (rank >= 1), one i32 tensor per dimension; eager only,
+/// like where(cond).
+std::vector<Tensor> nonzero(const Tensor& x);
+/// nonzero with a static result length (like jnp.nonzero(x, size=, fill_value=)): the first `size`
+/// indices, padded with fill_value. Works under every transform, vmap and jit included.
+std::vector<Tensor> nonzero(const Tensor& x, int64_t size, int64_t fill_value = 0);
 
 // ---- linear algebra ----
 /// numpy matmul: 1-d operands are promoted and the added dim removed; batch dims broadcast.
@@ -133,6 +172,18 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim
 Tensor prod(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
 Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
+/// Whether any (all) elements are nonzero (NaN counts as nonzero): bool. Over an empty axis any
+/// is false and all is true.
+Tensor any(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
+Tensor all(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
+/// Variance sum((x - mean)^2) / (N - ddof) over `axes` (numpy's ddof, default 0: the population
+/// variance; 1: the unbiased estimate). N - ddof <= 0 divides by 0 like numpy (inf or NaN).
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false, int64_t ddof = 0);
+/// Standard deviation: sqrt(var(x, axes, keepdims, ddof)).
+Tensor std(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false, int64_t ddof = 0);
+// An integer in keepdims' place is a ddof given without keepdims: refused at compile time.
+Tensor var(const Tensor& x, const std::vector<int64_t>& axes, int keepdims, int64_t ddof = 0) = delete;
+Tensor std(const Tensor& x, const std::vector<int64_t>& axes, int keepdims, int64_t ddof = 0) = delete;
 /// Index of the largest element along `axis` (i32); without an axis, of the flattened tensor.
 Tensor argmax(const Tensor& x);
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdims = false);

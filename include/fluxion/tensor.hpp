@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <ostream>
+#include <type_traits>
 #include <vector>
 
 #include "fluxion/config.hpp"
@@ -150,19 +151,39 @@ template <class T> Tensor tensor(std::initializer_list<std::initializer_list<T>>
 /// Rank-0 tensor.
 template <class T> Tensor scalar(T value) { return from_vector(std::vector<T>{value}, Shape{}); }
 
+// Creation functions name themselves in their errors. A value that does not fit the dtype is a
+// DTypeError naming the function and the value (never a silent wrap or saturation): an integer out
+// of the integer dtype's range, NaN for an integer dtype, a finite value that overflows f32.
+namespace detail {
+Tensor full_int(const char* op, const Shape& shape, int64_t value, DType dtype);
+Tensor full_uint(const char* op, const Shape& shape, uint64_t value, DType dtype);
+Tensor full_float(const char* op, const Shape& shape, double value, DType dtype);
+/// full's entry for any arithmetic value: integers keep their exact value (a double rounds above 2^53).
+template <class T>
+Tensor full_any(const char* op, const Shape& shape, T value, DType dtype) {
+  static_assert(std::is_arithmetic_v<T>, "fx::full: the value must be a C++ number");
+  if constexpr (std::is_floating_point_v<T>) return full_float(op, shape, static_cast<double>(value), dtype);
+  else if constexpr (std::is_unsigned_v<T>) return full_uint(op, shape, static_cast<uint64_t>(value), dtype);
+  else return full_int(op, shape, static_cast<int64_t>(value), dtype);
+}
+}  // namespace detail
+
 Tensor zeros(const Shape& shape, DType dtype = f64);
 Tensor ones(const Shape& shape, DType dtype = f64);
-Tensor full(const Shape& shape, double value, DType dtype = f64);
-/// [0, n) as i32, like jnp.arange.
+/// `shape` filled with `value` converted to dtype (floats truncate towards zero for integer dtypes).
+template <class T>
+Tensor full(const Shape& shape, T value, DType dtype = f64) { return detail::full_any("full", shape, value, dtype); }
+/// [0, n) as i32, like jnp.arange. Values that do not fit the dtype are an error: pass fx::i64.
 Tensor arange(int64_t n, DType dtype = i32);
 /// [start, stop) with `step`; dtype i32 by default.
 Tensor arange(int64_t start, int64_t stop, int64_t step = 1, DType dtype = i32);
-/// `num` evenly spaced values from start to stop inclusive.
+/// `num` evenly spaced values from start to stop inclusive (integer dtypes take their floor).
 Tensor linspace(double start, double stop, int64_t num, DType dtype = f64);
 Tensor eye(int64_t n, DType dtype = f64);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
-Tensor full_like(const Tensor& t, double value);
+template <class T>
+Tensor full_like(const Tensor& t, T value) { return detail::full_any("full_like", t.shape(), value, t.dtype()); }
 
 /// Numpy-like printing; tracers print as "Traced<f32[3]>with<jvp>".
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
