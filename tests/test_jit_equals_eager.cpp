@@ -526,8 +526,8 @@ TEST_CASE("jit equals eager, rewrites: a scaled sum keeps eager's values, infini
 TEST_CASE("jit equals eager, rewrites: transposed, batched and symmetric products keep eager's precision") {
   // Rewrites that change only a product's accumulation order, on values near 1e8 that cancel:
   // transpose(A B) -> B^T A^T, a transpose absorbed by the product reading it, a batch dim of a
-  // broadcast operand turned into a free dim, a transpose moved into a reduction, and x^T diag(s) x
-  // as a gram product.
+  // broadcast operand turned into a free dim, a transpose moved into a reduction, a product
+  // computed by tiles, and x^T diag(s) x as a gram product.
   for (fx::DType dt : {fx::f32, fx::f64}) {
     const double center = dt == fx::f32 ? 1e4 : 1e8;
     const fx::Tensor a = near({6, 40}, dt, 10, 0, center), b = near({40, 5}, dt, 11, 0, center);
@@ -542,6 +542,11 @@ TEST_CASE("jit equals eager, rewrites: transposed, batched and symmetric product
     };
     check({"broadcast batch dim, summed", [&](const Vec& v) { return fx::sum(batched(v[0], v[1]), {1}); }, {a, q},
            [&](const Vec& v) { return fx::sum(batched(abs64(v[0]), abs64(v[1])), {1}); }, 40 * 6});
+    // A product of 1 MiB and more read by one fused group is computed tile by tile inside it.
+    const fx::Tensor l = near({400, 24}, dt, 15, 0, center), r = near({24, 700}, dt, 16, 0, center);
+    check({"a product computed by tiles", [](const Vec& v) { return fx::matmul(v[0], v[1]) * 2.0 - v[2]; },
+           {l, r, fx::ones({400, 700}, dt)},
+           [](const Vec& v) { return fx::matmul(abs64(v[0]), abs64(v[1])) * 2.0 + 1.0; }, 24});
     const int64_t n = 300, d = 40;
     const fx::Tensor x = near({n, d}, dt, 13, 0, center / 8), s = random_tensor({n}, dt, 14, 0.1, 1);
     auto xsx = [](const fx::Tensor& xx, const fx::Tensor& ss) {
