@@ -195,6 +195,7 @@ const std::vector<Chain>& chains() {
       {"x-0, x+(-0), x-(-0)", [](O o) { return (o.x - 0.0) * (o.y + -0.0) - (o.z - -0.0); }},
       {"0-x, -0-x", [](O o) { return (0.0 - o.x) * (-0.0 - o.y); }},
       {"x*1 + y*-1", [](O o) { return o.x * 1.0 + o.y * -1.0; }},
+      {"x*-1", [](O o) { return o.x * -1.0; }},
       {"x/1 - neg(neg y)", [](O o) { return o.x / 1.0 - -(-o.y); }},
       {"x + x", [](O o) { return (o.x + o.x) * o.y; }},
       {"x - x, x*0", [](O o) { return (o.x - o.x) + o.y * 0.0; }},
