@@ -282,14 +282,14 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
   {
     // Members are reordered so a value's only reader runs right after it: W1's gradient reads
     // exp(-x^2) once, in x * exp(-x^2), so that product moves up (`mul# x0` right after `exp`;
-    // keeping the group's order stores the exp and the sum before it, 3 instructions more). Then
-    // multiplies are contracted with the negation, subtraction or addition after them.
+    // keeping the group's order stores the exp and the sum before it, 3 instructions more).
+    // Multiplies are not contracted with the adds after them (eager rounds both).
     auto w1 = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x))); };
     fx::Tensor x = random_tensor({4099}, fx::f32, 44);
     auto exe = fx::compile_jaxpr(fx::make_jaxpr(fx::grad(w1))(x), fx::Device::cpu());
     const std::string plan = exe->describe();
-    CHECK_MESSAGE(plan.find("register program of 13 instructions]\n  load x0; nmadd acc c; exp; mul# x0; store s0; "
-                            "load x0; tanh; store s1; nmadd acc c; madd x0 s1; sub s0; sub s0; store x1;\n") !=
+    CHECK_MESSAGE(plan.find("register program of 16 instructions]\n  load x0; mul acc; neg; exp; mul# x0; store s0; "
+                            "load x0; tanh; store s1; mul acc; sub# c; mul# x0; add# s1; sub s0; sub s0; store x1;\n") !=
                       std::string::npos,
                   plan);
     check_close(fx::jit(fx::grad(w1))(x), fx::grad(w1)(x));
@@ -321,36 +321,51 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
   check_close(fx::jit(g)(x), g(x));
 }
 
-TEST_CASE("jit: register programs contract multiplies into multiply-adds, rounding once") {
-  // Each form (acc b + c, acc b - c, c - acc b, and -(acc b) as -0 - acc b) with each operand
-  // source (external, scratch, literal, rank-0, the accumulator itself), in f32 and f64, over
-  // whole tiles and a remainder; against f64 (the fused rounding is the more accurate one).
+TEST_CASE("jit: register programs round each product before the add reading it, as eager does") {
+  // No multiply-add contraction (issue 36): each form (acc b + c, acc b - c, c - acc b, -(acc b))
+  // with each operand source (external, scratch, literal, rank-0, the accumulator itself), in f32
+  // and f64, over whole tiles and a remainder, gives eager's bits, in range and where a product
+  // overflows next to an infinite addend (fused: -inf; rounded first, as eager: NaN).
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     CAPTURE(dtype);
     auto f = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& s) {
       fx::Tensor e = fx::exp(x);
-      fx::Tensor a = x * y + e;              // madd x, e in scratch
-      fx::Tensor b = fx::sqrt(a * a + 1.0);  // madd acc, literal
-      fx::Tensor c = 3.0 - b * s;            // nmadd rank-0, literal
-      fx::Tensor d = c * y - x;              // msub x, x
-      fx::Tensor g = -(d * e);               // -(acc e): -0 - acc e
-      return std::make_tuple(g, fx::sum(g * x - a));
+      fx::Tensor a = x * y + e;              // x * y, then + e in scratch
+      fx::Tensor b = fx::sqrt(a * a + 1.0);  // acc * acc, then a literal
+      fx::Tensor c = 3.0 - b * s;            // rank-0 factor, literal minuend
+      fx::Tensor d = c * y - x;              // external subtrahend
+      fx::Tensor g = -(d * e);
+      return std::make_tuple(g, a * y - x);
     };
     for (int64_t n : {int64_t(64), int64_t(4099)}) {
       CAPTURE(n);
       fx::Tensor x = random_tensor({n}, dtype, 51), y = random_tensor({n}, dtype, 52);
       fx::Tensor s = fx::full({}, 0.625, dtype);
       const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(x, y, s), fx::Device::cpu())->describe();
+      CHECK_MESSAGE(plan.find("register program") != std::string::npos, plan);
       for (const char* form : {"madd", "msub", "nmadd"})
-        CHECK_MESSAGE(plan.find(std::string(form) + " ") != std::string::npos, form << " in\n" << plan);
+        CHECK_MESSAGE(plan.find(std::string(form) + " ") == std::string::npos, form << " in\n" << plan);
       auto got = fx::jit(f)(x, y, s);
-      auto wide = [](const fx::Tensor& t) { return fx::lax::convert_element_type(t, fx::f64); };
-      auto want = f(wide(x), wide(y), wide(s));
-      check_within({std::get<0>(got), std::get<1>(got)}, {std::get<0>(want), std::get<1>(want)},
-                   dtype == fx::f32 ? 2e-5 : 1e-12);
+      auto want = f(x, y, s);
+      for (auto [g, w] : {std::make_pair(std::get<0>(got), std::get<0>(want)), std::make_pair(std::get<1>(got), std::get<1>(want))}) {
+        std::vector<double> gv = g.to_vector<double>(), wv = w.to_vector<double>();
+        for (size_t i = 0; i < gv.size(); ++i) {
+          if (gv[i] == wv[i] || (std::isnan(gv[i]) && std::isnan(wv[i]))) continue;
+          CHECK_MESSAGE(gv[i] == wv[i], "element " << i << ": jit " << gv[i] << ", eager " << wv[i]);
+          break;
+        }
+      }
     }
+    // x y overflowing, z = -inf: x y + z is NaN (inf - inf) in eager mode, and under jit.
+    auto fma_form = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& z) { return x * y + z; };
+    const double big = dtype == fx::f32 ? 1e30 : 1e300;
+    fx::Tensor x = fx::full({4096}, big, dtype), y = fx::full({4096}, big, dtype), z = fx::full({4096}, -INFINITY, dtype);
+    CHECK(std::isnan(fma_form(x, y, z).to_vector<double>()[0]));
+    std::vector<double> jitted = fx::jit(fma_form)(x, y, z).to_vector<double>();
+    CHECK(std::isnan(jitted[0]));
+    CHECK(std::isnan(jitted[4095]));
   }
-  // -(x y) contracted gives the uncontracted values bit for bit, the sign of zero products too
+  // -(x y) gives the uncontracted values bit for bit, the sign of zero products too
   // (+0 * 1, 1 * -0, -0 * -1, 1 * 2).
   auto neg_product = [](const fx::Tensor& x, const fx::Tensor& y) { return -(x * y); };
   std::vector<float> xs(4096), ys(4096);

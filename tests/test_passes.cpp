@@ -177,21 +177,21 @@ TEST_CASE("cse: constants with equal values merge") {
 
 // ---------------------------------------------------------------- simplify
 
-TEST_CASE("simplify: multiplying by one, adding zero, double negation disappear; x*-1 is neg") {
+TEST_CASE("simplify: multiplying by one, adding -0, subtracting +0, double negation disappear; x*-1 is neg") {
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x) {
-    fx::Tensor a = lax::mul(lax::add(x, fx::scalar(0.0)), fx::scalar(1.0));
+    fx::Tensor a = lax::mul(lax::add(x, fx::scalar(-0.0)), fx::scalar(1.0));
     fx::Tensor b = lax::div(lax::sub(lax::mul(fx::scalar(1.0), a), fx::scalar(0.0)), fx::scalar(1.0));
-    fx::Tensor c = lax::neg(lax::neg(lax::add(fx::scalar(0.0), b)));
+    fx::Tensor c = lax::neg(lax::neg(lax::add(fx::scalar(-0.0), b)));
     return lax::mul(c, fx::scalar(-1.0));
   })(fx::ones({3}));
   CHECK(to_text(j) ==
         "{ lambda ; a:f64[3]. let\n"
-        "    b:f64[3] = add a 0.0:f64[]\n"
+        "    b:f64[3] = add a -0.0:f64[]\n"
         "    c:f64[3] = mul b 1.0:f64[]\n"
         "    d:f64[3] = mul 1.0:f64[] c\n"
         "    e:f64[3] = sub d 0.0:f64[]\n"
         "    f:f64[3] = div e 1.0:f64[]\n"
-        "    g:f64[3] = add 0.0:f64[] f\n"
+        "    g:f64[3] = add -0.0:f64[] f\n"
         "    h:f64[3] = neg g\n"
         "    i:f64[3] = neg h\n"
         "    j:f64[3] = mul i -1.0:f64[]\n"
@@ -202,6 +202,24 @@ TEST_CASE("simplify: multiplying by one, adding zero, double negation disappear;
         "  in (b,) }");
 }
 
+TEST_CASE("simplify: adding +0 or subtracting -0 stays for floats (-0 + 0 is +0), goes for integers") {
+  const fx::Tensor x = fx::tensor({-0.0, 0.0, 1.0});
+  for (auto f : {+[](const fx::Tensor& v) { return lax::add(v, fx::scalar(0.0)); },
+                 +[](const fx::Tensor& v) { return lax::add(fx::scalar(0.0), v); },
+                 +[](const fx::Tensor& v) { return lax::sub(v, fx::scalar(-0.0)); }}) {
+    fx::Jaxpr j = fx::make_jaxpr(f)(x);
+    fx::Jaxpr s = checked(&passes::simplify, j, {x});
+    CHECK(to_text(s) == to_text(j));
+    CHECK_FALSE(std::signbit(fx::eval_jaxpr(s, {x})[0].to_vector<double>()[0]));  // -0 + 0 = +0
+  }
+  fx::Jaxpr ints = fx::make_jaxpr([](const fx::Tensor& v) {
+    return lax::sub(lax::add(v, fx::scalar(int32_t{0})), fx::scalar(int32_t{0}));
+  })(fx::zeros({3}, fx::i32));
+  CHECK(to_text(passes::dce(checked(&passes::simplify, ints, {fx::tensor({1, -2, 3})}))) ==
+        "{ lambda ; a:i32[3]. let\n"
+        "  in (a,) }");
+}
+
 TEST_CASE("simplify: x*0 is never folded (NaN and inf must propagate)") {
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x) { return lax::mul(x, fx::scalar(0.0)); })(fx::ones({2}));
   fx::Jaxpr s = checked(&passes::simplify, j, {fx::tensor({std::nan(""), 1.0})});
@@ -209,8 +227,8 @@ TEST_CASE("simplify: x*0 is never folded (NaN and inf must propagate)") {
   CHECK(std::isnan(fx::eval_jaxpr(s, {fx::tensor({std::nan(""), 1.0})})[0].to_vector<double>()[0]));
 }
 
-TEST_CASE("simplify: ones and zeros constants act like the literals 1 and 0") {
-  fx::Tensor ones = fx::ones({3}), zeros = fx::zeros({3});
+TEST_CASE("simplify: ones and -0 constants act like the literals 1 and -0; mixed zeros are no splat") {
+  fx::Tensor ones = fx::ones({3}), zeros = fx::full({3}, -0.0);
   fx::Jaxpr j = fx::make_jaxpr([&](const fx::Tensor& x) {
     fx::Tensor b = lax::broadcast_in_dim(fx::scalar(1.0), {3}, {});
     return lax::mul(lax::add(lax::mul(x, ones), zeros), b);
@@ -226,6 +244,13 @@ TEST_CASE("simplify: ones and zeros constants act like the literals 1 and 0") {
                         {random_tensor({3}, fx::f64, 6)})) ==
         "{ lambda ; a:f64[3]. let\n"
         "  in (a,) }");
+  // [-0, +0, -0] is not a splat -0 (its elements differ in their bits): x + it stays.
+  const fx::Tensor mixed = fx::tensor({-0.0, 0.0, -0.0});
+  fx::Jaxpr m = fx::make_jaxpr([&](const fx::Tensor& x) { return lax::add(x, mixed); })(fx::ones({3}));
+  const fx::Tensor x = fx::full({3}, -0.0);
+  fx::Jaxpr ms = checked(&passes::simplify, m, {x});
+  CHECK(to_text(ms) == to_text(m));
+  CHECK_FALSE(std::signbit(fx::eval_jaxpr(ms, {x})[0].to_vector<double>()[1]));
 }
 
 TEST_CASE("simplify: a rewrite that would change the aval is not made") {
@@ -642,14 +667,33 @@ TEST_CASE("products: a broadcast operand's constant dims are skipped by the prod
   for (const Case& c : cases) {
     for (fx::DType dtype : {fx::f32, fx::f64, fx::i32}) {
       for (bool on_rhs : {false, true}) {
-        CAPTURE(std::string(c.what));
+        const std::string what = c.what, dtype_name = fx::dtype_name(dtype);
+        CAPTURE(what);
         CAPTURE(on_rhs);
-        CAPTURE(fx::dtype_name(dtype));
+        CAPTURE(dtype_name);
         auto side = [&](const fx::AxisPair& p) { return on_rhs ? fx::AxisPair{p.second, p.first} : p; };
         Vec args{random_tensor(c.x, dtype, 70), random_tensor(c.y, dtype, 71)};
-        // Reduced, the product is always rewritten: a transpose it needs moves into the sum.
+        // Reduced, the product is always rewritten: a transpose it needs moves into the sum. Not
+        // where a float x would be taken out of a sum over a contracted dim (x Σ y for Σ x y).
         fx::Jaxpr j = broadcast_product(args[0], args[1], c.shape, c.dims, side(c.contract), side(c.batch), on_rhs, true);
         fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
+        bool sums_out_x = false;  // some contracted dim of the broadcast (of size > 1) is constant
+        for (int64_t d : c.contract.first) {
+          const auto at = std::find(c.dims.begin(), c.dims.end(), d);
+          sums_out_x |= c.shape[d] > 1 && (at == c.dims.end() || c.x[at - c.dims.begin()] == 1);
+        }
+        if (sums_out_x && dtype != fx::i32) {
+          CHECK_MESSAGE(products_of_broadcasts(out) == 1, to_text(out));
+          // x a constant +2^k: x Σ y is Σ x y summed in another order.
+          fx::Jaxpr exact = fx::make_jaxpr([&](const fx::Tensor& b) {
+            fx::Tensor sp = lax::broadcast_in_dim(fx::full(c.x, 2.0, dtype), c.shape, c.dims);
+            return on_rhs ? lax::dot_general(b, sp, side(c.contract), side(c.batch))
+                          : lax::dot_general(sp, b, side(c.contract), side(c.batch));
+          })(args[1]);
+          CHECK_MESSAGE(products_of_broadcasts(passes::dce(checked(&passes::simplify, exact, {args[1]}))) == 0,
+                        to_text(exact));
+          continue;
+        }
         CHECK_MESSAGE(products_of_broadcasts(out) == 0, to_text(out));
         for (const fx::Equation* e : equations_of(out, "dot_general"))  // reads x itself
           for (const fx::Atom& a : e->inputs) CHECK_MESSAGE(out.aval_of(a).shape != c.shape, to_text(out));
@@ -667,10 +711,12 @@ TEST_CASE("products: a broadcast operand's constant dims are skipped by the prod
   CHECK(to_text(passes::dce(checked(&passes::simplify, j, args))) == to_text(j));
 }
 
-TEST_CASE("products: a difference of broadcasts is distributed over the product when cheaper") {
-  // The GMM centring (bench W8): |Q_k (x_i - mu_k)|^2 for K components, n points, d dims. The
-  // [K, n, d] centred points are never made: x times every Q_k is one product, mu_k times Q_k a
-  // small one, and the transpose the first leaves moves into the reduction, onto [n, K].
+TEST_CASE("products: a difference of broadcasts is distributed over an integer product when cheaper") {
+  // The GMM centring (bench W8): |Q_k (x_i - mu_k)|^2 for K components, n points, d dims. For
+  // integers the [K, n, d] centred points are never made: x times every Q_k is one product, mu_k
+  // times Q_k a small one, and the transpose the first leaves moves into the reduction, onto
+  // [n, K]. Floats keep the difference: the two products would cancel where x_i is near mu_k,
+  // leaving their rounding errors (issue 28).
   auto product = [](const fx::Tensor& x, const fx::Tensor& means, const fx::Tensor& q) {
     fx::Tensor xc = fx::expand_dims(x, 0) - fx::expand_dims(means, 1);  // [K, n, d]
     return fx::matmul(xc, fx::transpose(q, {0, 2, 1}));
@@ -679,11 +725,19 @@ TEST_CASE("products: a difference of broadcasts is distributed over the product 
     return fx::sum(fx::square(product(x, means, q)), {2});
   };
   const int64_t K = 4, n = 7, d = 3;
-  for (fx::DType dtype : {fx::f32, fx::f64}) {
+  for (fx::DType dtype : {fx::i32, fx::f32, fx::f64}) {
+    CAPTURE(dtype);
     Vec args{random_tensor({n, d}, dtype, 80), random_tensor({K, d}, dtype, 81), random_tensor({K, d, d}, dtype, 82)};
     fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2]);
     REQUIRE(largest_value(j, "broadcast_in_dim") == K * n * d);
     fx::Jaxpr out = checked(&passes::optimize, j, args);
+    fx::Jaxpr p = checked(&passes::optimize, fx::make_jaxpr(product)(args[0], args[1], args[2]), args);
+    if (dtype != fx::i32) {
+      REQUIRE_MESSAGE(equations_of(out, "dot_general").size() == 1, to_text(out));
+      CHECK(out.aval_of(equations_of(out, "dot_general")[0]->inputs[0]).shape == fx::Shape{K, n, d});
+      CHECK_MESSAGE(equations_of(p, "dot_general").size() == 1, to_text(p));
+      continue;
+    }
     CHECK_MESSAGE(products_of_broadcasts(out) == 0, to_text(out));
     CHECK_MESSAGE(equations_of(out, "dot_general").size() == 2, to_text(out));
     CHECK_MESSAGE(largest_value(out, "transpose") < K * n * d, to_text(out));  // [n, K] and Q's, not [K, n, d]
@@ -691,14 +745,13 @@ TEST_CASE("products: a difference of broadcasts is distributed over the product 
     for (const fx::Equation* e : equations_of(out, "dot_general"))
       for (const fx::Atom& a : e->inputs) CHECK(out.aval_of(a).shape.num_elements() < K * n * d);
     // The product itself (whose sign the square hid): a transpose of the large product remains.
-    fx::Jaxpr p = checked(&passes::optimize, fx::make_jaxpr(product)(args[0], args[1], args[2]), args);
     CHECK_MESSAGE(products_of_broadcasts(p) == 0, to_text(p));
   }
 }
 
-TEST_CASE("products: a sum is not distributed when that would cost more") {
+TEST_CASE("products: an integer sum is not distributed when that would cost more") {
   const int64_t K = 4, n = 7, d = 3;
-  Vec args{random_tensor({K, n, d}, fx::f64, 83), random_tensor({K, d}, fx::f64, 84), random_tensor({K, d, d}, fx::f64, 85)};
+  Vec args{random_tensor({K, n, d}, fx::i32, 83), random_tensor({K, d}, fx::i32, 84), random_tensor({K, d, d}, fx::i32, 85)};
   auto count_products = [&](auto f) {
     fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2]);
     return equations_of(checked(&passes::optimize, j, args), "dot_general").size();
@@ -785,21 +838,28 @@ TEST_CASE("products: a transpose that reorders free dims, or is shared and would
   CHECK(equations_of(absorbed, "dot_general").size() == 1);
 }
 
-TEST_CASE("products: a sum over free dims of a product is taken on the operands first") {
-  // GMM's gradient: a batched [K, n, d] product summed over its n points.
-  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& r) {
+TEST_CASE("products: a sum over free dims of an integer product is taken on the operands first") {
+  // GMM's gradient: a batched [K, n, d] product summed over its n points. Integers only: in
+  // floating point (Σ_n a) b rounds unlike Σ_n (a b), and is inf where an infinite b times a zero
+  // of a makes eager's NaN.
+  auto f = [](const fx::Tensor& x, const fx::Tensor& r) {
     fx::Tensor p = lax::dot_general(x, r, {{2}, {1}}, {{0}, {0}});  // [3, 5, 4]
     return lax::reduce_sum(p, {1});                                 // [3, 4]
-  })(fx::ones({3, 5, 2}), fx::ones({3, 2, 4}));
+  };
+  fx::Jaxpr j = fx::make_jaxpr(f)(fx::ones({3, 5, 2}, fx::i32), fx::ones({3, 2, 4}, fx::i32));
   fx::Jaxpr out = passes::dce(
-      checked(&passes::simplify, j, {random_tensor({3, 5, 2}, fx::f64, 96), random_tensor({3, 2, 4}, fx::f64, 97)}));
+      checked(&passes::simplify, j, {random_tensor({3, 5, 2}, fx::i32, 96), random_tensor({3, 2, 4}, fx::i32, 97)}));
   CHECK(to_text(out) ==
-        "{ lambda ; a:f64[3,5,2] b:f64[3,2,4]. let\n"
-        "    c:f64[3,2] = reduce_sum[axes=(1,)] a\n"
-        "    d:f64[3,4] = dot_general[contract=((1,),(1,)) batch=((0,),(0,))] c b\n"
+        "{ lambda ; a:i32[3,5,2] b:i32[3,2,4]. let\n"
+        "    c:i32[3,2] = reduce_sum[axes=(1,)] a\n"
+        "    d:i32[3,4] = dot_general[contract=((1,),(1,)) batch=((0,),(0,))] c b\n"
         "  in (d,) }");
+  fx::Jaxpr floats = fx::make_jaxpr(f)(fx::ones({3, 5, 2}), fx::ones({3, 2, 4}));
+  CHECK(to_text(passes::dce(checked(&passes::simplify, floats,
+                                    {random_tensor({3, 5, 2}, fx::f64, 96), random_tensor({3, 2, 4}, fx::f64, 97)}))) ==
+        to_text(floats));
   // Sums over free dims of both sides and a batch dim; the product read twice is left alone.
-  const Vec args{random_tensor({3, 5, 2, 6}, fx::f64, 98), random_tensor({3, 7, 2}, fx::f64, 99)};
+  const Vec args{random_tensor({3, 5, 2, 6}, fx::i32, 98), random_tensor({3, 7, 2}, fx::i32, 99)};
   fx::Jaxpr mixed = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y) {
     fx::Tensor p = lax::dot_general(x, y, {{2}, {2}}, {{0}, {0}});  // [3, 5, 6, 7]
     return lax::reduce_sum(p, {0, 2, 3});                          // [5]
@@ -810,9 +870,9 @@ TEST_CASE("products: a sum over free dims of a product is taken on the operands 
   fx::Jaxpr shared = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y) {
     fx::Tensor p = lax::dot_general(x, y, {{2}, {2}}, {{0}, {0}});
     return lax::reduce_sum(p, {2}) + lax::reduce_sum(p, {3});
-  })(fx::ones({3, 5, 2, 6}), fx::ones({3, 6, 2}));
+  })(fx::ones({3, 5, 2, 6}, fx::i32), fx::ones({3, 6, 2}, fx::i32));
   fx::Jaxpr sh = passes::dce(checked(&passes::simplify, shared,
-                                     {random_tensor({3, 5, 2, 6}, fx::f64, 100), random_tensor({3, 6, 2}, fx::f64, 101)}));
+                                     {random_tensor({3, 5, 2, 6}, fx::i32, 100), random_tensor({3, 6, 2}, fx::i32, 101)}));
   REQUIRE(equations_of(sh, "dot_general").size() == 1);
   CHECK(sh.avals[equations_of(sh, "dot_general")[0]->outputs[0]].shape == fx::Shape{3, 5, 6, 6});
 }
@@ -956,24 +1016,34 @@ TEST_CASE("symmetric: a transpose swapping dims of a symmetric value is dropped,
   CHECK_MESSAGE(equations_of(general, "transpose").size() == 1, to_text(general));
 }
 
-TEST_CASE("simplify: negation and scalar factors move past a sum of the value they scale") {
+TEST_CASE("simplify: +2^k and integer factors move past a sum of the value they scale; others stay") {
   Vec args{random_tensor({4, 50, 3}, fx::f64, 98), random_tensor({}, fx::f64, 99)};
-  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& c) {
-    return std::make_tuple(lax::reduce_sum(lax::neg(x), {1}), lax::reduce_sum(lax::mul(c, lax::exp(x)), {0, 2}));
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor&) {
+    return lax::reduce_sum(lax::mul(fx::scalar(4.0), lax::exp(x)), {0, 2});
   })(args[0], args[1]);
   fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
   CHECK(to_text(out) ==
         "{ lambda ; a:f64[4,50,3] b:f64[]. let\n"
         "    c:f64[4,50,3] = exp a\n"
         "    d:f64[50] = reduce_sum[axes=(0,2)] c\n"
-        "    e:f64[50] = mul d b\n"
-        "    f:f64[4,3] = reduce_sum[axes=(1,)] a\n"
-        "    g:f64[4,3] = neg f\n"
-        "  in (g, e) }");
-  // A scaled value also read elsewhere stays as it is.
-  fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor&) {
-    fx::Tensor n = lax::neg(x);
-    return std::make_tuple(lax::reduce_sum(n, {1}), n);
+        "    e:f64[50] = mul d 4.0:f64[]\n"
+        "  in (e,) }");
+  const Vec ints{random_tensor({4, 50, 3}, fx::i32, 98), random_tensor({}, fx::i32, 99)};
+  fx::Jaxpr i = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& c) { return lax::reduce_sum(lax::mul(x, c), {1}); })(
+      ints[0], ints[1]);
+  CHECK(to_text(passes::dce(checked(&passes::simplify, i, ints))) ==
+        "{ lambda ; a:i32[4,50,3] b:i32[]. let\n"
+        "    c:i32[4,3] = reduce_sum[axes=(1,)] a\n"
+        "    d:i32[4,3] = mul c b\n"
+        "  in (d,) }");
+  // A negation (a sum cancelling to +0 would be -0), a runtime factor (inf with a zero in x:
+  // NaN, not inf), other constants (they round differently), and a scaled value also read
+  // elsewhere stay as they are.
+  fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& c) {
+    fx::Tensor n = lax::neg(x), m = lax::mul(x, fx::scalar(4.0));
+    return std::make_tuple(lax::reduce_sum(n, {1}), lax::reduce_sum(lax::mul(c, x), {0}),
+                           lax::reduce_sum(lax::mul(x, fx::scalar(0.1)), {2}),
+                           lax::reduce_sum(lax::mul(x, fx::scalar(-2.0)), {2}), lax::reduce_sum(m, {1}), m);
   })(args[0], args[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
 }
@@ -1003,27 +1073,31 @@ TEST_CASE("simplify: a negation is absorbed by the add or sub reading it, and mo
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
 }
 
-TEST_CASE("simplify: a + a is a * 2, power-of-two factors fold exactly, size-1 broadcasts are reshapes") {
+TEST_CASE("simplify: a + a is a * 2, scalar factors fold where exact, size-1 broadcasts are reshapes") {
   Vec args{random_tensor({3, 4}, fx::f64, 61), random_tensor({4}, fx::f64, 62)};
-  // The Hessian of an L2 penalty: its identity scaled by the weight, then doubled.
+  // The Hessian of an L2 penalty: its identity scaled by the weight, then doubled (not folded:
+  // x * 0.005 may round as a subnormal before the doubling). (x * 4) * 3 is x * 12 for every x:
+  // x * 4 is exact unless it overflows, and then x * 12 overflows too.
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
     fx::Tensor n = lax::broadcast_in_dim(x, {3, 1, 4}, {0, 2}) * 0.005;
     fx::Tensor twice = lax::add(n, n);
     fx::Tensor row = lax::broadcast_in_dim(lax::broadcast_in_dim(v, {1, 4}, {1}), {3, 1, 4}, {1, 2});
-    return std::make_tuple(twice, v * 0.25 * 3.0, row);
+    return std::make_tuple(twice, v * 4.0 * -3.0, row);
   })(args[0], args[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, j, args))) ==
         "{ lambda ; a:f64[3,4] b:f64[4]. let\n"
         "    c:f64[3,1,4] = reshape[new_sizes=(3,1,4)] a\n"
-        "    d:f64[3,1,4] = mul c 0.01:f64[]\n"
-        "    e:f64[3,1,4] = broadcast_in_dim[shape=(3,1,4) broadcast_dimensions=(2,)] b\n"
-        "    f:f64[4] = mul b 0.75:f64[]\n"
-        "  in (d, f, e) }");
-  // Factors neither of which is a power of two round differently folded: kept. So is a scaled
-  // value read elsewhere.
+        "    d:f64[3,1,4] = mul c 0.005:f64[]\n"
+        "    e:f64[3,1,4] = mul d 2.0:f64[]\n"
+        "    f:f64[3,1,4] = broadcast_in_dim[shape=(3,1,4) broadcast_dimensions=(2,)] b\n"
+        "    g:f64[4] = mul b -12.0:f64[]\n"
+        "  in (e, g, f) }");
+  // Kept: factors neither of which is a power of two (they round differently folded); (x*2)*0.5
+  // (x*2 overflows for x near the largest value, x does not); (x*0.25)*3 and (x*3)*2 (a subnormal
+  // x*0.25 or x*3 is rounded before the second factor); a scaled value read elsewhere.
   fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
     fx::Tensor n = v * 2.0;
-    return std::make_tuple(v * 0.1 * 3.0, n * 4.0, n, x);
+    return std::make_tuple(v * 0.1 * 3.0, v * 2.0 * 0.5, v * 0.25 * 3.0, v * 3.0 * 2.0, n * 4.0, n, x);
   })(args[0], args[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, args))) == to_text(kept));
 }

@@ -593,7 +593,9 @@ void compile_tile_program(Step& step) {
       st.finish();
       program.push_back(st);
     }
-    cpu::contract_multiply_adds(program, dtype == f64);
+    // No cpu::contract_multiply_adds: eager evaluation rounds a product before the add reading it
+    // and a fused multiply-add does not (x y + z with x y overflowing and z = -inf: fused -inf,
+    // eager NaN; in range they differ in the last bit). jit computes eager's values.
     return slots <= max_slots;
   };
   std::vector<int> group_order(static_cast<size_t>(count));
@@ -1053,6 +1055,10 @@ void run_broadcast(const FusedMember& m, char* out, const char* src, int64_t sta
 #define FLUXION_WIDE_VECTORS
 #endif
 
+/// Where every partial sum starts: -0, the identity of IEEE addition, as eager sums (-0 + x is x for
+/// every x; from +0 a sum of -0 values would be +0, where eager's is -0).
+constexpr double kSumStart = -0.0;
+
 /// Rows at least this long are summed in 32 lanes, rows from kMidSumRow in 8 (lane_sum), shorter
 /// ones by short_sum (W8's rows of 2 or 10 spent half their time setting up and combining 32
 /// partial sums; its rows of 32 were 15 % of the objective in short_sum's two add chains).
@@ -1065,11 +1071,12 @@ constexpr int64_t kMidSumRow = 16;
 /// 30 % of bench W1's function), rows from kMidSumRow take 8 (one or two vector adds per step).
 template <int kLanes, class T>
 FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
-  double s[kLanes] = {};
+  double s[kLanes];
+  std::fill(s, s + kLanes, kSumStart);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int j = 0; j < kLanes; ++j) s[j] += static_cast<double>(p[i + j]);
-  double tail = 0;
+  double tail = kSumStart;
   for (; i < n; ++i) tail += static_cast<double>(p[i]);
   for (int width = kLanes / 2; width > 0; width /= 2)
     for (int j = 0; j < width; ++j) s[j] += s[j + width];
@@ -1079,7 +1086,7 @@ FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
 /// The sum of p[0, n) in double for short rows: two partial sums, inline.
 template <class T>
 inline double short_sum(const T* p, int64_t n) {
-  double s0 = 0, s1 = 0;
+  double s0 = kSumStart, s1 = kSumStart;
   int64_t i = 0;
   for (; i + 2 <= n; i += 2) {
     s0 += static_cast<double>(p[i]);
@@ -1120,13 +1127,16 @@ template <class T>
 FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, double* acc) {
   typedef T EightT __attribute__((vector_size(8 * sizeof(T))));
   const int64_t whole = row / 8 * 8, tail = row - whole;
-  EightLongs keep;  // lanes of a row's last 8 elements not yet counted
+  EightLongs keep, start;  // lanes of a row's last 8 elements not yet counted; kSumStart's bits
   for (int l = 0; l < 8; ++l) keep[l] = l >= 8 - tail ? -1 : 0;
+  std::memcpy(&start, &kSumStart, sizeof(double));
+  for (int l = 1; l < 8; ++l) start[l] = start[0];
+  const EightLongs drop = start & ~keep;  // the lanes counted already read as kSumStart
   for (int64_t r0 = 0; r0 < rows; r0 += 8, p += 8 * row, acc += 8) {
     const int64_t count = std::min<int64_t>(8, rows - r0);
     EightDoubles a[8];
     for (int r = 0; r < 8; ++r) {
-      EightDoubles sum = {};
+      EightDoubles sum = (EightDoubles)start;
       if (r < count) {
         const T* q = p + r * row;
         for (int64_t i = 0; i < whole; i += 8) {
@@ -1137,7 +1147,7 @@ FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, d
         if (tail > 0) {
           EightT v;
           std::memcpy(&v, q + row - 8, sizeof v);
-          sum += (EightDoubles)((EightLongs)__builtin_convertvector(v, EightDoubles) & keep);
+          sum += (EightDoubles)(((EightLongs)__builtin_convertvector(v, EightDoubles) & keep) | drop);
         }
       }
       a[r] = sum;
@@ -1174,7 +1184,8 @@ constexpr int64_t kMaxSumPeriod = 64;
 /// the end. W8's gradient sums [K, n, d] over n: runs of d = 10 added one by one took 18 % of it.
 template <int P, class T>
 FLUXION_WIDE_VECTORS void sum_periods(const T* p, int64_t chunks, double* acc, int64_t inner) {
-  double s[P] = {};
+  double s[P];
+  std::fill(s, s + P, kSumStart);
   for (int64_t c = 0; c < chunks; ++c)
     for (int j = 0; j < P; ++j) s[j] += static_cast<double>(p[c * P + j]);
   for (int j = 0; j < P; ++j) acc[j % inner] += s[j];
@@ -1284,7 +1295,7 @@ void write_row_sums(const Step& step, char* const* bases, const double* accumula
         return;
       }
       for (int64_t r = r0; r < r1; ++r) {
-        double sum = 0;
+        double sum = kSumStart;
         for (int t = 0; t < threads; ++t) sum += accumulators[t * stride + m.acc + r];
         out[r] = static_cast<T>(sum);
       }
@@ -1397,11 +1408,11 @@ void run_program_range(const Step& step, char* const* bases, double* scratch, do
       whole = e0 + (e1 - e0) / tile * tile;
       if (whole == e0) return;
       const size_t n_sums = step.tile_sums.size();
-      std::fill(sums, sums + n_sums * lanes, 0.0);
+      std::fill(sums, sums + n_sums * lanes, kSumStart);
       cpu::run_tile_program<T>(step.program.data(), static_cast<int>(step.program.size()), bases,
                                reinterpret_cast<T*>(scratch), sums, e0, whole);
       for (size_t k = 0; k < n_sums; ++k) {
-        double total = 0;
+        double total = kSumStart;
         for (int64_t l = 0; l < lanes; ++l) total += sums[k * lanes + l];
         accumulators[step.tile_sums[k]] += total;
       }
@@ -1580,7 +1591,7 @@ void run_fused_step(const Step& step, const Executable::Plan& plan, Executable::
   auto work = [&](int t, int nt) {
     double* scratch = s.scratch + t * per_thread;
     double* acc = s.accumulators.data() + t * acc_stride;
-    std::fill(acc, acc + step.accumulators, 0.0);
+    std::fill(acc, acc + step.accumulators, kSumStart);
     const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
     if (!step.tiled) {
       const int64_t e0 = u0 * kBlock, e1 = std::min(u1 * kBlock, step.n);

@@ -2,6 +2,7 @@
 // simplify_symmetric.cpp and simplify_siblings.cpp and folds small constants, to a fixed point.
 // Every rewrite replaces a variable by an atom of the same aval.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -80,8 +81,9 @@ ConstantFacts compute_facts(const Tensor& t) {
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = t.data<T>();
+    // Equal bits: +0 and -0 differ (x + -0 is x, x + +0 is not for x = -0), equal NaNs are one.
     f.splat = n > 0;
-    for (int64_t i = 1; i < n && f.splat; ++i) f.splat = p[i] == p[0];
+    for (int64_t i = 1; i < n && f.splat; ++i) f.splat = std::memcmp(&p[i], &p[0], sizeof(T)) == 0;
     if (f.splat) f.value = static_cast<double>(p[0]);
     f.iota = t.ndim() == 1;
     for (int64_t i = 0; i < n && f.iota; ++i) f.iota = p[i] == static_cast<T>(i);
@@ -106,6 +108,17 @@ ConstantFacts constant_facts(const Tensor& t) {
   ConstantFacts f = compute_facts(t);
   cache[t.impl().get()] = {t.impl(), f};
   return f;
+}
+
+bool is_power_of_two(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v) || *v == 0) return false;
+  int exponent = 0;
+  return std::fabs(std::frexp(*v, &exponent)) == 0.5;
+}
+
+bool exact_factor(const Sweep& s, const Atom& c) {
+  const std::optional<double> v = s.splat(c);
+  return !is_floating(s.aval(c).dtype) || (is_power_of_two(v) && *v > 0);
 }
 
 // ---- the sweep ----

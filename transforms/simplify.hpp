@@ -25,7 +25,7 @@ AxisPair axis_pair_param(const Params& params, const char* name);
 
 /// What the pass knows about a concrete constant; computed once per TensorImpl.
 struct ConstantFacts {
-  bool splat = false;     // every element equal (and at least one element)
+  bool splat = false;     // every element has the same bits (and there is at least one)
   double value = 0;       // that element, when splat
   bool identity = false;  // a square matrix with ones on the diagonal, zeros elsewhere
   bool iota = false;      // a vector holding 0, 1, ..., n-1 (a folded 1-d iota)
@@ -89,6 +89,17 @@ class Sweep {
   std::deque<Equation> kept_;
 };
 
+/// True for ±2^k (finite, non-zero): multiplying by it only moves the exponent, so it rounds
+/// exactly (barring overflow and underflow) and commutes with the rounding of sums.
+bool is_power_of_two(const std::optional<double>& v);
+
+/// True when multiplying by `c` distributes exactly over a sum of `c`'s dtype, up to the sum's
+/// order: any integer (wrapping arithmetic is exact), or a float splat constant +2^k. Only then
+/// may a rewrite take a factor out of a sum (x Σb for Σ x b): other float factors round
+/// differently, an infinite x times a zero b is NaN in one and not the other, and a negative x
+/// flips the sign of a zero sum (Σ -b is +0 for b = [1, -1], -Σb is -0).
+bool exact_factor(const Sweep& s, const Atom& c);
+
 /// An operand that is broadcast_in_dim(x): `source[d]` is the dim of x that operand dim d reads,
 /// or -1 where the operand is constant along d (a new dim, or a size-1 dim of x expanded).
 /// `kept` is x's shape without the expanded dims (which are all of size 1).
@@ -108,8 +119,8 @@ std::optional<Atom> algebra_rules(Sweep& sweep, const Equation& eqn);
 /// Jacobian-seed rules (simplify_seeds.cpp): products with identity and diagonal matrices.
 std::optional<Atom> seed_rules(Sweep& sweep, const Equation& eqn);
 /// Product rules (simplify_products.cpp): dot_general of broadcast operands done on the
-/// unbroadcast values, distributed over a sum of such operands when that is cheaper; transposes
-/// moved past elementwise ops into the reductions after them.
+/// unbroadcast values (for integers also distributed over a sum of such operands when that is
+/// cheaper); transposes moved past elementwise ops into the reductions after them.
 std::optional<Atom> product_rules(Sweep& sweep, const Equation& eqn);
 /// Sibling-product rule (simplify_siblings.cpp): two matrix-vector products of one large matrix
 /// become one product with the vectors stacked.

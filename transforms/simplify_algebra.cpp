@@ -1,10 +1,15 @@
-// The algebraic rules of simplify: units (x*1, x+0, x-0, x/1, x*-1), double negation, negations
-// absorbed by add/sub, movement that changes nothing, transpose/reshape/broadcast chains, size-1
-// broadcasts as reshapes, select on a known predicate, negation and scalar factors moved past a
-// sum, a + a as a * 2 and power-of-two factors folded (exact). Never x*0 -> 0 (NaN and inf would
-// not propagate, as in JAX). "Ones"/"zeros" are any splat constant.
+// The algebraic rules of simplify: units (x*1, x+(-0), x-(+0), x/1, x*-1), double negation,
+// negations absorbed by add/sub, movement that changes nothing, transpose/reshape/broadcast chains,
+// size-1 broadcasts as reshapes, select on a known predicate, +2^k factors moved past a sum, a + a
+// as a * 2 and scalar factors folded where exact. "Ones"/"zeros" are any splat constant.
+// Every rule gives eager evaluation's values for every input (±0, ±inf, NaN, subnormals, overflow;
+// only a NaN's sign may differ), except that a product with swapped operands (transpose chains)
+// and a sum scaled after it (scaling_past_sum) may accumulate in another order. So never x*0 -> 0
+// (NaN and inf must propagate), x+0 -> x (-0 + 0 is +0), x-x -> 0 (inf - inf is NaN), (x*2)*0.5
+// -> x (x*2 overflows), sum(neg x) -> neg(sum x) (a sum that cancels to +0 would be -0).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
@@ -42,8 +47,16 @@ bool is_reshape_like(const Primitive* p) {
   return p == P.reshape || p == P.squeeze || p == P.expand_dims;
 }
 
-// x*1, 1*x, x*-1 -> neg x, x+0, 0+x, x-0, x/1, neg(neg x). The kept operand must already have
-// the output's aval (a rank-0 x times a ones array is left alone).
+/// True when adding `c` (subtracting it, when `subtract`) leaves every x as it is: a float -0
+/// added or +0 subtracted (x + +0 and x - -0 are +0 for x = -0), an integer 0 either way.
+bool is_additive_unit(const Sweep& s, const Atom& c, bool subtract) {
+  const std::optional<double> v = s.splat(c);
+  if (!v || *v != 0) return false;
+  return !is_floating(s.aval(c).dtype) || std::signbit(*v) != subtract;
+}
+
+// x*1, 1*x, x*-1 -> neg x, x+(-0), (-0)+x, x-(+0), x/1, neg(neg x). The kept operand must already
+// have the output's aval (a rank-0 x times a ones array is left alone).
 Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
   const auto& P = prims();
   const Primitive* p = e.primitive;
@@ -54,16 +67,15 @@ Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
   }
   if (e.inputs.size() != 2) return std::nullopt;
   if (p == P.mul || p == P.add) {
-    const double unit = p == P.mul ? 1 : 0;
     for (size_t i = 0; i < 2; ++i) {
       const Atom &x = e.inputs[i], &c = e.inputs[1 - i];
-      const std::optional<double> v = s.splat(c);
-      if (is_value(v, unit) && s.aval(x) == out) return x;
-      if (p == P.mul && is_value(v, -1) && s.aval(x) == out)
+      if (s.aval(x) != out) continue;
+      if (p == P.add ? is_additive_unit(s, c, false) : is_value(s.splat(c), 1)) return x;
+      if (p == P.mul && is_value(s.splat(c), -1))
         return s.emit(out, {x}, [](const std::vector<Tensor>& xs) { return lax::neg(xs[0]); });
     }
   }
-  if ((p == P.sub && is_value(s.splat(e.inputs[1]), 0)) || (p == P.div && is_value(s.splat(e.inputs[1]), 1)))
+  if ((p == P.sub && is_additive_unit(s, e.inputs[1], true)) || (p == P.div && is_value(s.splat(e.inputs[1]), 1)))
     return if_same(e.inputs[0]);
   return std::nullopt;
 }
@@ -252,23 +264,26 @@ Result broadcast_as_reshape(Sweep& s, const Equation& e, const AbstractValue& ou
   return s.emit(out, {e.inputs[0]}, [&](const std::vector<Tensor>& xs) { return lax::reshape(xs[0], out.shape); });
 }
 
-/// True for ±2^k (finite, non-zero): a factor whose products round exactly as their scaling.
-bool is_power_of_two(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v) || *v == 0) return false;
-  int exponent = 0;
-  return std::fabs(std::frexp(*v, &exponent)) == 0.5;
+/// True when (x * inner) * outer equals x * (inner outer) for every x of `dtype`: inner = ±2^k
+/// with k >= 0 (x inner is exact unless it overflows) and |outer| >= 1 (then x inner outer
+/// overflows too), inner outer finite. (x*2)*0.5 is inf for x = 1e308, x*1 is not; (x*0.5)*2
+/// loses the last bit of a subnormal x; (x*3)*2 doubles a rounded subnormal x*3.
+bool exact_refactoring(double inner, double outer, DType dtype) {
+  const double max = dtype == f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+  return simplify_detail::is_power_of_two(inner) && std::fabs(inner) >= 1 && std::isfinite(outer) &&
+         std::fabs(outer) >= 1 && std::fabs(inner * outer) <= max;
 }
 
-// a + a -> a * 2, and (x * c1) * c2 -> x * (c1 c2) for rank-0 constants one of which is a power
-// of two (the inner product read only here): exact both, barring overflow or underflow of the
-// intermediate. Reverse mode leaves both: the gradient of a square adds ct x twice, and the
-// Hessian of an L2 penalty scales its identity by the weight and then doubles it (bench W4).
+// a + a -> a * 2 (the same rounding, overflow and signed zero), and (x * c1) * c2 -> x * (c1 c2)
+// for rank-0 float constants where exact_refactoring says so (the inner product read only here).
+// Reverse mode leaves both: the gradient of a square adds ct x twice, and the Hessian of an L2
+// penalty scales its identity by the weight and then doubles it (bench W4: no longer folded, the
+// weight is not a power of two applied first).
 Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out) {
   const auto& P = prims();
-  if (e.inputs.size() != 2) return std::nullopt;
+  if (e.inputs.size() != 2 || (out.dtype != f32 && out.dtype != f64)) return std::nullopt;
   const Atom &a = e.inputs[0], &b = e.inputs[1];
-  if (e.primitive == P.add && !a.is_literal() && !b.is_literal() && a.var == b.var && s.aval(a) == out &&
-      (out.dtype == f32 || out.dtype == f64))
+  if (e.primitive == P.add && !a.is_literal() && !b.is_literal() && a.var == b.var && s.aval(a) == out)
     return s.emit(out, {a}, [](const std::vector<Tensor>& xs) { return xs[0] * 2.0; });
   if (e.primitive != P.mul) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {
@@ -279,8 +294,7 @@ Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out) {
     for (size_t k = 0; k < 2; ++k) {
       const Atom &x = inner->inputs[k], &c1 = inner->inputs[1 - k];
       const std::optional<double> v1 = s.splat(c1);
-      if (!v1 || s.aval(c1).ndim() != 0 || s.aval(x) != out || !(is_power_of_two(v1) || is_power_of_two(v2)))
-        continue;
+      if (!v1 || s.aval(c1).ndim() != 0 || s.aval(x) != out || !exact_refactoring(*v1, *v2, out.dtype)) continue;
       const double factor = *v1 * *v2;
       return s.emit(out, {x}, [factor](const std::vector<Tensor>& xs) { return xs[0] * factor; });
     }
@@ -297,22 +311,21 @@ Result select_known(Sweep& s, const Equation& e) {
   return std::nullopt;
 }
 
-// sum(neg x) -> neg(sum x) and sum(x * c) -> sum(x) * c for a rank-0 c, when the scaled value
-// is read only by the sum: the scaling then touches the (smaller) reduced value instead of a
-// full-size pass of its own (W8's gradient negates a [K, n, d] product before summing over n).
+// sum(x * c) -> sum(x) * c for a rank-0 c that multiplies exactly past a sum (exact_factor: an
+// integer, or a float constant +2^k), when the scaled value is read only by the sum: the
+// scaling then touches the (smaller) reduced value instead of a full-size pass of its own. Only
+// the sum's order changes (and where the sum overflows or underflows). Not for a negation: a sum
+// cancelling to +0 would become -0 (W8's gradient negates a [K, n, d] product before summing over
+// n: the negation stays in the group with the sum).
 Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
   const auto& P = prims();
   const Equation* inner = s.producer(e.inputs[0]);
   if (!inner || inner->outputs.size() != 1 || s.uses(e.inputs[0]) != 1) return std::nullopt;
   const std::vector<int64_t> axes = simplify_detail::int_list_param(*e.params, "axes");
-  if (inner->primitive == P.neg)
-    return s.emit(out, {inner->inputs[0]}, [&](const std::vector<Tensor>& xs) {
-      return lax::neg(lax::reduce_sum(xs[0], axes));
-    });
   if (inner->primitive != P.mul || inner->inputs.size() != 2) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {
     const Atom &x = inner->inputs[i], &c = inner->inputs[1 - i];
-    if (s.aval(c).ndim() != 0 || s.aval(x) != s.aval(e.inputs[0])) continue;
+    if (s.aval(c).ndim() != 0 || s.aval(x) != s.aval(e.inputs[0]) || !simplify_detail::exact_factor(s, c)) continue;
     return s.emit(out, {x, c}, [&](const std::vector<Tensor>& xs) {
       return lax::mul(lax::reduce_sum(xs[0], axes), xs[1]);
     });

@@ -2,13 +2,16 @@
 // product on the unbroadcast value. An operand constant along one of its dims d (a new dim, or a
 // size-1 dim expanded) lets the product skip d:
 //   d free:       the output is constant along d's output dim: broadcast the smaller product;
-//   d contracted: the other operand is summed over its paired dim first;
+//   d contracted: the other operand is summed over its paired dim first (x Σb for Σ x b: only
+//                 for an exact factor x, see exact_factor);
 //   d batch:      the other operand's paired dim becomes a free dim (one larger GEMM instead of
 //                 one per batch); when a transpose must then restore the batch-first output
 //                 order, only where the result reaches a reduction through elementwise ops.
-// Each rewrite does at most the original's multiply-adds. A sum or difference of two such
-// operands, used only by the product, is distributed over it (two shrunk products) when that
-// costs no more multiply-adds than the original product plus the elements of the sum.
+// Each rewrite does at most the original's multiply-adds, and computes the original's terms
+// (only their accumulation order changes, as it does between product kernels). For integers, a
+// sum or difference of two such operands, used only by the product, is distributed over it (two
+// shrunk products) when that costs no more multiply-adds than the original product plus the
+// elements of the sum; and a sum over a product's free dims is taken on its operands first.
 // Two transpose rules finish the batch case: E(transpose(a), ...) -> transpose(E(a, ...)) for an
 // elementwise E and reduce(transpose(a)) -> transpose(reduce(a)) move a transpose onto the
 // reduced, smaller value (GMM centring, bench W8: no [K, n, d] broadcast or transpose is left).
@@ -191,6 +194,9 @@ std::optional<Atom> shrink_spread_operand(Sweep& s, const Equation& e, const Ope
   const Operand& b = a_is_lhs ? r : l;
   std::optional<Spread> sp = spread_of(s, a.atom);
   if (!sp || !shrinks(*sp, a)) return std::nullopt;
+  for (int64_t d : a.contract)  // a constant contracted dim takes x out of a sum over b's dim
+    if (sp->source[static_cast<size_t>(d)] < 0 && a.shape[d] > 1 && !simplify_detail::exact_factor(s, sp->x))
+      return std::nullopt;
   const Shrunk p = shrink(*sp, a, b, a_is_lhs);
   const bool transpose = needs_transpose(p);
   if (transpose && !ends_in_reduction(s, Atom::of_var(e.outputs[0]))) return std::nullopt;
@@ -213,10 +219,15 @@ std::optional<Atom> shrink_spread_operand(Sweep& s, const Equation& e, const Ope
 
 // dot_general(a +- b, c) -> dot_general(a, c) +- dot_general(b, c) (or on the rhs) when a and b
 // are both broadcasts that shrink the product, and the two shrunk products cost no more
-// multiply-adds than the original plus the elements of a +- b.
+// multiply-adds than the original plus the elements of a +- b. Integers only: in floating point
+// the two products cancel where a and b are close, and their rounding errors, relative to a and b
+// instead of a - b, remain (issue 28: pairwise differences of values near 1e12 times W lost 3
+// digits; bench W8's centred points x - mu_k are such a difference, and their product now costs
+// a [K, n, d] difference and a batched product).
 std::optional<Atom> distribute(Sweep& s, const Equation& e, const Operand& l, const Operand& r, bool on_lhs,
                                const AbstractValue& out) {
   const auto& P = prims();
+  if (is_floating(out.dtype)) return std::nullopt;
   const Operand& o = on_lhs ? l : r;
   const Equation* sum = s.producer(o.atom);
   if (!sum || (sum->primitive != P.add && sum->primitive != P.sub) || sum->inputs.size() != 2) return std::nullopt;
@@ -370,8 +381,11 @@ std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const Abstr
 // the product has no other reader) -> the product of a and b each summed over those dims first,
 // then the sum over the remaining (batch) axes: the product shrinks by the summed dims' sizes. The
 // GMM gradient summed a [K, n, d] product over its n points (bench W8: 25 GEMMs of 1000x32x32 per
-// call at d=32, K=25, where a sum of the points and 25 vector-matrix products do).
+// call at d=32, K=25, where a sum of the points and 25 vector-matrix products do). Integers only:
+// in floating point (Σ_i a_ik) b_kj rounds unlike Σ_i a_ik b_kj, and is inf where eager is NaN for
+// an infinite b_kj and a zero a_ik among non-zero ones (bench W8's gradient computes the product).
 std::optional<Atom> sum_into_product(Sweep& s, const Equation& e, const AbstractValue& out) {
+  if (is_floating(out.dtype)) return std::nullopt;
   const Equation* p = s.produced_by(e.inputs[0], prims().dot_general);
   if (!p || s.uses(e.inputs[0]) != 1) return std::nullopt;
   const auto ops = operands_of(s, *p);
