@@ -158,7 +158,8 @@ def special(c):
 
 def todo(c):
     """Ops missing from Fluxion while this harness was written (issue 28's gaps): references only, no C++
-    entry yet (the C++ test lists them). Add the C++ function under the same name when the op lands."""
+    function yet (the C++ test counts them). When the op lands, add the C++ function under the same name
+    to cat_special.cpp: the test then runs it, with no regeneration needed."""
     x = A(3, 4, lo=-2.0, hi=2.0, avoid=[0.0], gap=0.05)
     special_values = A(5, values=[1.0, float("nan"), INF, -INF, 0.0])
     c.e("todo/relu", lambda a: jax.nn.relu(a[0]), x, cpp_todo=True)

@@ -61,8 +61,8 @@ NP_DTYPES = {"f64": np.float64, "f32": np.float32, "i32": np.int32, "i64": np.in
 class Entry:
     """A catalogue function: `name` (unique), `fn` (JAX, taking the list of inputs), `args` (A specs),
     `checks` (a subset of ALL), `dtype` (the float dtype of float inputs), `cpp` (the C++ function's
-    name when it differs: the f32 subset reuses the f64 functions), `cpp_todo` (no C++ side yet: the op
-    is missing in Fluxion; the reference is generated for when it lands)."""
+    name when it differs: the f32 subset reuses the f64 functions), `cpp_todo` (the op is missing from
+    Fluxion: the C++ function may be absent; the reference waits for it)."""
 
     def __init__(self, name, fn, args, checks=ALL, dtype="f64", cpp=None, cpp_todo=False):
         self.name, self.fn, self.args, self.checks = name, fn, list(args), list(checks)
