@@ -128,7 +128,8 @@ def special(c):
     c.e("special/sqrt_abs_fused", lambda a: jnp.sqrt(jnp.abs(a[0] * -1.0)) + 1.0, one(long), checks=VALUE)
     c.e("special/sqrt_of_inf_f32", lambda a: jnp.sqrt(a[0]), one(long[:4] + long[5:]), dtype="f32", checks=VALUE,
         cpp="special/sqrt_of_inf")
-    c.e("special/pow_negative_zero", lambda a: jnp.power(a[0], -1.0), one([-0.0, 0.0, 2.0]), checks=VALUE)
+    c.e("special/pow_negative_zero", lambda a: jnp.power(a[0], -1.0), one([-0.0, 0.0, 2.0, -0.0, 4.0, -0.0, -2.0, 0.5, -0.0]),
+        checks=VALUE)
     c.e("special/round_half_even", lambda a: jnp.round(a[0]), one([0.5, 1.5, 2.5, -0.5, -1.5, 0.49, 2.51]),
         checks=VALUE)
     c.e("special/remainder_negative", lambda a: jnp.remainder(a[0], a[1]),
