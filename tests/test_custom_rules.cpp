@@ -259,3 +259,94 @@ TEST_CASE("library rules: softplus, logsumexp and norm have finite derivatives w
   Tensor h = fx::hessian([](const Tensor& u) { return fx::logsumexp(u); })(x);
   CHECK(compare_tensors(h, diagonal(s) - fx::outer(s, s)).empty());
 }
+
+namespace {
+
+// Residuals of a Hana struct with a static member: bwd checks the static value came through.
+struct SinResiduals {
+  Tensor cos_x;
+  Tensor x;
+  int tag;
+};
+
+}  // namespace
+BOOST_HANA_ADAPT_STRUCT(SinResiduals, cos_x, x, tag);
+
+namespace {
+
+/// sin with a custom vjp whose residuals are `save(x)` (any pytree, its type deduced from fwd's
+/// `std::pair{out, residuals}`) and whose bwd reads cos x back with `cos_of(residuals)`.
+template <class Save, class CosOf>
+auto sin_saving(Save save, CosOf cos_of) {
+  return fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
+                        [save](const Tensor& x) { return std::pair{fx::sin(x), save(x)}; },
+                        [cos_of](const auto& residuals, const Tensor& ct) { return ct * cos_of(residuals); });
+}
+
+/// grad, jit(grad) and vmap(grad) of sum(f(x)) are cos x.
+template <class F>
+void check_sin_gradients(const F& f) {
+  auto loss = [f](const Tensor& v) { return fx::sum(f(v)); };
+  Tensor x = fx::tensor<double>({0.3, -1.1, 2.0});
+  CHECK(compare_tensors(fx::grad(loss)(x), fx::cos(x)).empty());
+  CHECK(compare_tensors(fx::jit(fx::grad(loss))(x), fx::cos(x)).empty());
+  Tensor xs = fx::testing::random_tensor({4, 3}, fx::f64, 11);
+  CHECK(compare_tensors(fx::vmap(fx::grad(loss))(xs), fx::cos(xs)).empty());
+}
+
+/// 1 when the static value came through to bwd, 0 otherwise (a wrong gradient shows it).
+double kept(int tag, int want) { return tag == want ? 1.0 : 0.0; }
+
+}  // namespace
+
+TEST_CASE("custom_vjp: fwd's residuals are any pytree, deduced from std::pair{out, residuals}") {
+  SUBCASE("a Tensor") {
+    check_sin_gradients(sin_saving([](const Tensor& x) { return fx::cos(x); }, [](const Tensor& c) { return c; }));
+  }
+  SUBCASE("a tuple and a pair with a static int") {
+    check_sin_gradients(sin_saving([](const Tensor& x) { return std::tuple{x, fx::cos(x)}; },
+                                   [](const std::tuple<Tensor, Tensor>& r) { return std::get<1>(r); }));
+    check_sin_gradients(sin_saving([](const Tensor& x) { return std::pair{fx::cos(x), 3}; },
+                                   [](const std::pair<Tensor, int>& r) { return r.first * kept(r.second, 3); }));
+  }
+  SUBCASE("a vector and a map") {
+    check_sin_gradients(sin_saving([](const Tensor& x) { return std::vector{x, fx::cos(x)}; },
+                                   [](const std::vector<Tensor>& r) { return r.at(1); }));
+    check_sin_gradients(sin_saving(
+        [](const Tensor& x) { return std::map<std::string, Tensor>{{"cos", fx::cos(x)}, {"x", x}}; },
+        [](const std::map<std::string, Tensor>& r) { return r.at("cos"); }));
+  }
+  SUBCASE("a Hana struct with a static member") {
+    check_sin_gradients(sin_saving([](const Tensor& x) { return SinResiduals{fx::cos(x), x, 7}; },
+                                   [](const SinResiduals& r) { return r.cos_x * kept(r.tag, 7); }));
+  }
+  SUBCASE("nested containers with static ints mixed in") {
+    check_sin_gradients(sin_saving(
+        [](const Tensor& x) {
+          return std::tuple{std::vector{std::pair{fx::cos(x), 2}}, 5,
+                            std::map<std::string, SinResiduals>{{"s", SinResiduals{fx::cos(x), x, 9}}}};
+        },
+        [](const auto& r) {
+          const auto& [v, five, m] = r;
+          return (v.at(0).first * kept(v.at(0).second, 2) + m.at("s").cos_x * kept(m.at("s").tag, 9)) * 0.5 *
+                 kept(five, 5);
+        }));
+  }
+  SUBCASE("JAX's form: fwd returning a std::tuple{out, residuals}; references (std::tie) kept as values") {
+    check_sin_gradients(fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
+                                       [](const Tensor& x) { return std::make_tuple(fx::sin(x), fx::cos(x)); },
+                                       [](const Tensor& c, const Tensor& ct) { return ct * c; }));
+    check_sin_gradients(fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
+                                       [](const Tensor& x) { return std::pair{fx::sin(x), std::tie(x)}; },
+                                       [](const std::tuple<Tensor>& r, const Tensor& ct) {
+                                         return ct * fx::cos(std::get<0>(r));
+                                       }));
+  }
+  SUBCASE("no residuals, and a fwd returning std::make_pair") {
+    auto f = fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
+                            [](const Tensor& x) { return std::make_pair(fx::sin(x), std::tuple{}); },
+                            [](const std::tuple<>&, const Tensor& ct) { return ct; });
+    Tensor x = fx::tensor<double>({0.5, 1.5});
+    CHECK(compare_tensors(fx::grad([f](const Tensor& v) { return fx::sum(f(v)); })(x), fx::ones_like(x)).empty());
+  }
+}

@@ -67,10 +67,31 @@ FlatFn flat_call(F f, Tuple shape, std::shared_ptr<std::optional<Out>> out) {
     size_t pos = 0;
     Tuple args = control_flow_detail::rebuild_tree(shape, leaves, pos);
     Out result = std::apply(f, args);
-    if (!*out) *out = result;
+    if (!*out) out->emplace(result);
     return tree_leaves(result);
   };
 }
+
+/// A value type for what fwd returns: references in tuples and pairs (std::tie,
+/// std::forward_as_tuple, std::make_pair of std::ref) become the values they refer to, so that the
+/// residuals outlive fwd's call. Other types are kept as they are.
+template <class T> struct Stored { using type = T; };
+template <class T> using stored_t = typename Stored<std::decay_t<T>>::type;
+template <class... T> struct Stored<std::tuple<T...>> { using type = std::tuple<stored_t<T>...>; };
+template <class A, class B> struct Stored<std::pair<A, B>> { using type = std::pair<stored_t<A>, stored_t<B>>; };
+
+/// fwd's result: std::pair{output, residuals} or, as in JAX, std::tuple{output, residuals}.
+template <class R> struct FwdResult {
+  static constexpr bool ok = false;
+  using Out = void;
+  using Res = std::tuple<>;
+};
+template <class O, class R> struct FwdResult<std::pair<O, R>> {
+  static constexpr bool ok = true;
+  using Out = stored_t<O>;
+  using Res = stored_t<R>;
+};
+template <class O, class R> struct FwdResult<std::tuple<O, R>> : FwdResult<std::pair<O, R>> {};
 
 template <class Out>
 Out rebuild_output(const std::shared_ptr<std::optional<Out>>& structure, const std::vector<Tensor>& leaves) {
@@ -135,10 +156,11 @@ class CustomVjp {
   auto operator()(const Args&... args) const {
     static_assert((is_pytree_v<Args> && ...), "fx::custom_vjp: every argument must be a Tensor or pytree of Tensors");
     using Out = std::decay_t<decltype(f_(args...))>;
-    using FwdOut = std::decay_t<decltype(fwd_(args...))>;
-    using Res = std::decay_t<typename FwdOut::second_type>;
-    static_assert(std::is_same_v<std::decay_t<typename FwdOut::first_type>, Out>,
-                  "fx::custom_vjp: fwd must return std::pair{output of f's type, residuals}");
+    using Fwd_ = custom_detail::FwdResult<std::decay_t<decltype(fwd_(args...))>>;
+    static_assert(Fwd_::ok, "fx::custom_vjp: fwd must return std::pair{output, residuals} (or a std::tuple of the two)");
+    static_assert(std::is_same_v<typename Fwd_::Out, Out>,
+                  "fx::custom_vjp: the output fwd returns must have the type of f's output");
+    using Res = typename Fwd_::Res;  // deduced: any pytree, static leaves included
     using Tuple = std::tuple<Args...>;
     if (custom_detail::eager()) return Out(f_(args...));
     Tuple shape(args...);
@@ -148,17 +170,20 @@ class CustomVjp {
     Bwd bwd = bwd_;
     custom_detail::FlatFn flat_fwd = [fwd, shape, out_structure, res_structure](const std::vector<Tensor>& leaves) {
       size_t pos = 0;
-      FwdOut r = std::apply(fwd, control_flow_detail::rebuild_tree(shape, leaves, pos));
-      if (!*out_structure) *out_structure = r.first;
-      if (!*res_structure) *res_structure = r.second;
-      std::vector<Tensor> out = tree_leaves(r.first);
-      PyTree<Res>::flatten(r.second, out);
-      return out;
+      const Tuple primals = control_flow_detail::rebuild_tree(shape, leaves, pos);  // residuals may refer to it
+      auto r = std::apply(fwd, primals);
+      Out out = std::get<0>(r);
+      Res res = std::get<1>(r);
+      if (!*out_structure) out_structure->emplace(out);
+      if (!*res_structure) res_structure->emplace(res);
+      std::vector<Tensor> flat = tree_leaves(out);
+      PyTree<Res>::flatten(res, flat);
+      return flat;
     };
     custom_detail::FlatFn flat_bwd = [bwd, out_structure, res_structure](const std::vector<Tensor>& leaves) {
       size_t pos = 0;
-      Res res = control_flow_detail::rebuild_tree(**res_structure, leaves, pos);
-      Out ct = control_flow_detail::rebuild_tree(**out_structure, leaves, pos);
+      const Res res = control_flow_detail::rebuild_tree(**res_structure, leaves, pos);
+      const Out ct = control_flow_detail::rebuild_tree(**out_structure, leaves, pos);
       return tree_leaves(bwd(res, ct));
     };
     std::vector<Tensor> outs = custom_detail::custom_vjp_flat(custom_detail::flat_call<Out>(f_, shape, out_structure),
@@ -172,9 +197,12 @@ class CustomVjp {
   Bwd bwd_;
 };
 
-/// `f` with a user-defined vjp: `fwd(args...) -> std::pair{output, residuals}` (residuals any
-/// pytree) and `bwd(residuals, output cotangent) -> cotangents` (a std::tuple with one entry per
-/// argument, or the argument itself for one argument). bwd must be linear in the cotangent.
+/// `f` with a user-defined vjp: `fwd(args...) -> std::pair{output, residuals}` (or a std::tuple of
+/// the two) and `bwd(residuals, output cotangent) -> cotangents` (a std::tuple with one entry per
+/// argument, or the argument itself for one argument). bwd must be linear in the cotangent. The
+/// residuals are any pytree, their type deduced (`std::pair{y, std::tuple{x, c}}`): tensors, tuples,
+/// pairs, vectors, maps, Hana structs, nested, with static members (ints...) passed through as they
+/// are; bwd receives them with that type (references, as from std::tie, become values).
 template <class F, class Fwd, class Bwd>
 CustomVjp<F, Fwd, Bwd> custom_vjp(F f, Fwd fwd, Bwd bwd) {
   return CustomVjp<F, Fwd, Bwd>(std::move(f), std::move(fwd), std::move(bwd));

@@ -3,6 +3,9 @@
 /// arguments to a list of leaves and rebuild results in the same structure.
 #pragma once
 #include <array>
+#include <cmath>
+#include <complex>
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
@@ -20,14 +23,46 @@
 
 namespace fluxion {
 
+namespace tree_detail {
+
+template <class T, class = void> struct has_equal : std::false_type {};
+template <class T>
+struct has_equal<T, std::void_t<decltype(std::declval<const T&>() == std::declval<const T&>())>> : std::true_type {};
+
+template <class T> struct is_complex : std::false_type {};
+template <class T> struct is_complex<std::complex<T>> : std::true_type {};
+
+/// Static leaves compare by value, floating-point ones by their bits: a NaN equals itself (one
+/// jit signature, not one per call) and -0.0 differs from 0.0 (1/x differs).
+template <class T>
+bool same_static(const T& a, const T& b) {
+  if constexpr (std::is_floating_point_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)) {
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+  } else if constexpr (std::is_floating_point_v<T>) {  // long double: padding bytes, compare the value
+    return a == b ? std::signbit(a) == std::signbit(b) : (a != a && b != b);
+  } else if constexpr (is_complex<T>::value) {
+    return same_static(a.real(), b.real()) && same_static(a.imag(), b.imag());
+  } else {
+    static_assert(has_equal<T>::value,
+                  "fx::jit: static (non-Tensor) arguments and pytree members must be comparable with == (they are "
+                  "part of jit's cache key)");
+    return static_cast<bool>(a == b);
+  }
+}
+
+}  // namespace tree_detail
+
 /// PyTree<T> says how to walk T: `flatten(x, leaves)` appends x's tensors in a fixed order and
 /// `rebuild(structure, it)` returns a copy of `structure` whose tensors are taken from `it`.
-/// Members that are not pytrees (ints, strings...) are static: copied from the structure.
+/// Members that are not pytrees (ints, strings...) are static: copied from the structure, never
+/// differentiated or batched. `same_structure(a, b)` compares everything but the tensors: container
+/// sizes, map keys and static leaves (the type fixes the rest), like JAX's treedef equality.
 template <class T, class = void>
 struct PyTree {
   static constexpr bool is_tree = false;
   static void flatten(const T&, std::vector<Tensor>&) {}
   template <class It> static T rebuild(const T& structure, It&) { return structure; }
+  static bool same_structure(const T& a, const T& b) { return tree_detail::same_static(a, b); }
 };
 
 /// True when T holds Tensors (a leaf or a container of pytrees).
@@ -38,6 +73,7 @@ struct PyTree<Tensor> {
   static constexpr bool is_tree = true;
   static void flatten(const Tensor& t, std::vector<Tensor>& out) { out.push_back(t); }
   template <class It> static Tensor rebuild(const Tensor&, It& it) { return *it++; }
+  static bool same_structure(const Tensor&, const Tensor&) { return true; }
 };
 
 template <class... Ts>
@@ -49,6 +85,15 @@ struct PyTree<std::tuple<Ts...>> {
   template <class It> static std::tuple<Ts...> rebuild(const std::tuple<Ts...>& s, It& it) {
     // Braced initialisation runs left to right, matching flatten's order.
     return std::apply([&](const auto&... e) { return std::tuple<Ts...>{PyTree<std::decay_t<decltype(e)>>::rebuild(e, it)...}; }, s);
+  }
+  static bool same_structure(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b) {
+    return same_elements(a, b, std::index_sequence_for<Ts...>{});
+  }
+
+ private:
+  template <size_t... I>
+  static bool same_elements(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b, std::index_sequence<I...>) {
+    return (PyTree<Ts>::same_structure(std::get<I>(a), std::get<I>(b)) && ...);
   }
 };
 
@@ -64,6 +109,9 @@ struct PyTree<std::pair<A, B>> {
     B b = PyTree<B>::rebuild(s.second, it);
     return {std::move(a), std::move(b)};
   }
+  static bool same_structure(const std::pair<A, B>& x, const std::pair<A, B>& y) {
+    return PyTree<A>::same_structure(x.first, y.first) && PyTree<B>::same_structure(x.second, y.second);
+  }
 };
 
 template <class T, size_t N>
@@ -76,6 +124,11 @@ struct PyTree<std::array<T, N>> {
     std::array<T, N> r = s;
     for (size_t i = 0; i < N; ++i) r[i] = PyTree<T>::rebuild(s[i], it);
     return r;
+  }
+  static bool same_structure(const std::array<T, N>& a, const std::array<T, N>& b) {
+    for (size_t i = 0; i < N; ++i)
+      if (!PyTree<T>::same_structure(a[i], b[i])) return false;
+    return true;
   }
 };
 
@@ -91,6 +144,12 @@ struct PyTree<std::vector<T>> {
     for (const T& e : s) r.push_back(PyTree<T>::rebuild(e, it));
     return r;
   }
+  static bool same_structure(const std::vector<T>& a, const std::vector<T>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!PyTree<T>::same_structure(a[i], b[i])) return false;
+    return true;
+  }
 };
 
 template <class T>
@@ -103,6 +162,12 @@ struct PyTree<std::map<std::string, T>> {  // leaves in key order
     std::map<std::string, T> r;
     for (const auto& [k, v] : s) r.emplace(k, PyTree<T>::rebuild(v, it));
     return r;
+  }
+  static bool same_structure(const std::map<std::string, T>& a, const std::map<std::string, T>& b) {
+    if (a.size() != b.size()) return false;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+      if (i->first != j->first || !PyTree<T>::same_structure(i->second, j->second)) return false;
+    return true;
   }
 };
 
@@ -123,6 +188,14 @@ struct PyTree<S, std::enable_if_t<boost::hana::Struct<S>::value>> {
       member = PyTree<std::decay_t<decltype(member)>>::rebuild(member, it);
     });
     return r;
+  }
+  static bool same_structure(const S& a, const S& b) {
+    bool same = true;
+    boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
+      const auto& get = boost::hana::second(pair);
+      same = same && PyTree<std::decay_t<decltype(get(a))>>::same_structure(get(a), get(b));
+    });
+    return same;
   }
 };
 
