@@ -157,36 +157,32 @@ def special(c):
         checks=VALUE)
 
 
-def todo(c):
-    """Ops missing from Fluxion while this harness was written (issue 28's gaps): references only, no C++
-    function yet (the C++ test counts them). When the op lands, add the C++ function under the same name
-    to cat_special.cpp: the test then runs it, with no regeneration needed."""
+def gaps(c):
+    """The ops and transform options issue 28 found missing (any, all, isnan, relu, var, std, scalar
+    forms, argnums for the Jacobians, per-leaf in_axes)."""
     x = A(3, 4, lo=-2.0, hi=2.0, avoid=[0.0], gap=0.05)
     special_values = A(5, values=[1.0, float("nan"), INF, -INF, 0.0])
-    c.e("todo/relu", lambda a: jax.nn.relu(a[0]), x, cpp_todo=True)
-    c.e("todo/var", lambda a: jnp.var(a[0], axis=1), x, cpp_todo=True)
-    c.e("todo/std", lambda a: jnp.std(a[0]), x, cpp_todo=True)
-    c.e("todo/any", lambda a: jnp.any(a[0] > 1.5, axis=0), x, checks=VALUE, cpp_todo=True)
-    c.e("todo/all", lambda a: jnp.all(a[0] > -1.5, axis=1), x, checks=VALUE, cpp_todo=True)
-    c.e("todo/isnan", lambda a: jnp.isnan(a[0]), special_values, checks=VALUE, cpp_todo=True)
-    c.e("todo/isfinite", lambda a: jnp.isfinite(a[0]), special_values, checks=VALUE, cpp_todo=True)
-    c.e("todo/isinf", lambda a: jnp.isinf(a[0]), special_values, checks=VALUE, cpp_todo=True)
-    c.e("todo/fmod", lambda a: jnp.fmod(a[0], a[1]), A(4, values=[-1.0, 1.0, -5.5, 5.5]),
-        A(4, values=[3.0, -3.0, 2.0, -2.0]), checks=VALUE, cpp_todo=True)
-    c.e("todo/remainder_scalar", lambda a: jnp.remainder(a[0], 0.75), A(3, 4, lo=0.1, hi=3.0, avoid=[0.75, 1.5, 2.25]),
-        cpp_todo=True)
-    c.e("todo/atan2_scalar", lambda a: jnp.arctan2(a[0], 2.0), x, cpp_todo=True)
-    c.e("todo/jacfwd_argnums", lambda a: jax.jacfwd(lambda u, w: jnp.sin(u * w), argnums=1)(a[0], a[1]), A(3), A(3),
-        cpp_todo=True)
-    c.e("todo/hessian_argnums",
-        lambda a: jax.hessian(lambda u, w: jnp.sum(jnp.sin(u * w) * u), argnums=1)(a[0], a[1]), A(3), A(3),
-        cpp_todo=True)
-    c.e("todo/vmap_per_leaf_in_axes", lambda a: jax.vmap(lambda p: p[0] * p[1], in_axes=((0, None),))((a[0], a[1])),
-        A(2, 3), A(3), cpp_todo=True)
+    c.e("gaps/relu", lambda a: jax.nn.relu(a[0]), x)
+    c.e("gaps/var", lambda a: jnp.var(a[0], axis=1), x)
+    c.e("gaps/std", lambda a: jnp.std(a[0]), x)
+    c.e("gaps/any", lambda a: jnp.any(a[0] > 1.5, axis=0), x, checks=VALUE)
+    c.e("gaps/all", lambda a: jnp.all(a[0] > -1.5, axis=1), x, checks=VALUE)
+    c.e("gaps/isnan", lambda a: jnp.isnan(a[0]), special_values, checks=VALUE)
+    c.e("gaps/isfinite", lambda a: jnp.isfinite(a[0]), special_values, checks=VALUE)
+    c.e("gaps/isinf", lambda a: jnp.isinf(a[0]), special_values, checks=VALUE)
+    c.e("gaps/fmod", lambda a: jnp.fmod(a[0], a[1]), A(4, values=[-1.0, 1.0, -5.5, 5.5]),
+        A(4, values=[3.0, -3.0, 2.0, -2.0]), checks=VALUE)
+    c.e("gaps/remainder_scalar", lambda a: jnp.remainder(a[0], 0.75), A(3, 4, lo=0.1, hi=3.0, avoid=[0.75, 1.5, 2.25]))
+    c.e("gaps/atan2_scalar", lambda a: jnp.arctan2(a[0], 2.0), x)
+    c.e("gaps/jacfwd_argnums", lambda a: jax.jacfwd(lambda u, w: jnp.sin(u * w), argnums=1)(a[0], a[1]), A(3), A(3))
+    c.e("gaps/hessian_argnums",
+        lambda a: jax.hessian(lambda u, w: jnp.sum(jnp.sin(u * w) * u), argnums=1)(a[0], a[1]), A(3), A(3))
+    c.e("gaps/vmap_per_leaf_in_axes", lambda a: jax.vmap(lambda p: p[0] * p[1], in_axes=((0, None),))((a[0], a[1])),
+        A(2, 3), A(3))
 
 
 def build():
     c = Catalogue("misc")
-    for group in (transforms_inside, custom_rules, models, special, todo):
+    for group in (transforms_inside, custom_rules, models, special, gaps):
         group(c)
     return c

@@ -1,5 +1,5 @@
-// Catalogue: special values and the documented conventions (mirrors special() in cat_misc.py; the
-// todo/* entries there have no C++ side until their ops exist).
+// Catalogue: special values, the documented conventions and the ops issue 28 found missing (mirrors
+// special() and gaps() in cat_misc.py).
 #include "control.hpp"
 
 namespace diff {
@@ -26,6 +26,29 @@ void add_special(Catalogue& c) {
   c.add("convention/sin_i32", [](const Args& a) { return fx::sin(a[0]); });
   c.add("convention/take_out_of_range",
         [](const Args& a) { return fx::take(a[0], fx::from_vector(std::vector<int32_t>{5, -7, 1}, {3})); });
+
+  c.add("gaps/relu", [](const Args& a) { return fx::relu(a[0]); });
+  c.add("gaps/var", [](const Args& a) { return fx::var(a[0], {1}); });
+  c.add("gaps/std", [](const Args& a) { return fx::std(a[0]); });
+  c.add("gaps/any", [](const Args& a) { return fx::any(a[0] > 1.5, {0}); });
+  c.add("gaps/all", [](const Args& a) { return fx::all(a[0] > -1.5, {1}); });
+  c.add("gaps/isnan", [](const Args& a) { return fx::isnan(a[0]); });
+  c.add("gaps/isfinite", [](const Args& a) { return fx::isfinite(a[0]); });
+  c.add("gaps/isinf", [](const Args& a) { return fx::isinf(a[0]); });
+  c.add("gaps/fmod", [](const Args& a) { return fx::fmod(a[0], a[1]); });
+  c.add("gaps/remainder_scalar", [](const Args& a) { return fx::remainder(a[0], 0.75); });
+  c.add("gaps/atan2_scalar", [](const Args& a) { return fx::atan2(a[0], 2.0); });
+  c.add("gaps/jacfwd_argnums", [](const Args& a) {
+    return fx::jacfwd([](const Tensor& u, const Tensor& w) { return fx::sin(u * w); }, fx::argnums<1>)(a[0], a[1]);
+  });
+  c.add("gaps/hessian_argnums", [](const Args& a) {
+    auto f = [](const Tensor& u, const Tensor& w) { return fx::sum(fx::sin(u * w) * u); };
+    return fx::hessian(f, fx::argnums<1>)(a[0], a[1]);
+  });
+  c.add("gaps/vmap_per_leaf_in_axes", [](const Args& a) {
+    auto f = [](const std::tuple<Tensor, Tensor>& p) { return std::get<0>(p) * std::get<1>(p); };
+    return fx::vmap(f, fx::in_axes(std::make_tuple(0, fx::none)))(std::make_tuple(a[0], a[1]));
+  });
 }
 
 }  // namespace diff

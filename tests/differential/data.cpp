@@ -248,7 +248,6 @@ const std::vector<Entry>& load_entries() {
         e.name = j.at("name").str();
         e.cpp = j.find("cpp") ? j.at("cpp").str() : e.name;
         e.dtype = j.at("dtype").str();
-        e.cpp_todo = j.find("cpp_todo") && j.at("cpp_todo").number != 0;
         e.checks = j.at("checks").strings();
         e.args = tensors(j.at("args"));
         e.batched = tensors(j.at("batched"));

@@ -19,7 +19,6 @@ struct RefTensor {
 /// One data entry: the inputs JAX used and its results per reference name (see reference_of).
 struct Entry {
   std::string name, cpp, dtype;
-  bool cpp_todo = false;  // the op is missing from Fluxion: no C++ function yet, and that is fine
   std::vector<std::string> checks;
   Args args, batched, tangent;
   std::map<std::string, std::vector<RefTensor>> refs;

@@ -182,8 +182,6 @@ def generate_entry(entry):
            "refs": {k: [tensor_json(np.asarray(t)) for t in v] for k, v in refs.items()}}
     if entry.cpp != entry.name:
         out["cpp"] = entry.cpp
-    if entry.cpp_todo:
-        out["cpp_todo"] = True
     if notes:
         out["jax_notes"] = notes
     return out

@@ -61,12 +61,11 @@ NP_DTYPES = {"f64": np.float64, "f32": np.float32, "i32": np.int32, "i64": np.in
 class Entry:
     """A catalogue function: `name` (unique), `fn` (JAX, taking the list of inputs), `args` (A specs),
     `checks` (a subset of ALL), `dtype` (the float dtype of float inputs), `cpp` (the C++ function's
-    name when it differs: the f32 subset reuses the f64 functions), `cpp_todo` (the op is missing from
-    Fluxion: the C++ function may be absent; the reference waits for it)."""
+    name when it differs: the f32 subset reuses the f64 functions)."""
 
-    def __init__(self, name, fn, args, checks=ALL, dtype="f64", cpp=None, cpp_todo=False):
+    def __init__(self, name, fn, args, checks=ALL, dtype="f64", cpp=None):
         self.name, self.fn, self.args, self.checks = name, fn, list(args), list(checks)
-        self.dtype, self.cpp, self.cpp_todo = dtype, cpp or name, cpp_todo
+        self.dtype, self.cpp = dtype, cpp or name
         if "hessian" in self.checks and sum(a.size() for a in self.args) > HESSIAN_MAX_INPUTS:
             self.checks.remove("hessian")
 
@@ -90,8 +89,7 @@ class Catalogue:
         by_name = {x.name: x for x in self.entries}
         for n in names:
             src = by_name[n]
-            self.entries.append(Entry("f32/" + n, src.fn, src.args, checks=src.checks, dtype="f32", cpp=src.cpp,
-                                      cpp_todo=src.cpp_todo))
+            self.entries.append(Entry("f32/" + n, src.fn, src.args, checks=src.checks, dtype="f32", cpp=src.cpp))
 
 
 def weights(shape, dtype):

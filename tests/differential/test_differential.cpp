@@ -51,8 +51,7 @@ TEST_CASE("differential: the catalogue, the stored references and EXPECTED_DIFFE
   std::map<std::string, int> used;
   for (const Entry& e : entries) {
     INFO("entry " << e.name);
-    // A todo entry's op is missing from Fluxion: its C++ function comes when the op does.
-    CHECK_MESSAGE((e.cpp_todo || cat.find(e.cpp) != nullptr),
+    CHECK_MESSAGE(cat.find(e.cpp) != nullptr,
                   "no C++ function '" << e.cpp << "' (add it to a cat_*.cpp file)");
     used[e.cpp]++;
   }
@@ -71,14 +70,11 @@ TEST_CASE("differential: Fluxion equals JAX on every catalogue function under ev
   const bool verbose = env("FLUXION_DIFF_VERBOSE") != nullptr;
   std::map<std::string, Tally> per_check;
   std::vector<std::string> failures;
-  int n_entries = 0, n_f32 = 0, n_todo = 0;
+  int n_entries = 0, n_f32 = 0;
   for (const Entry& e : entries) {
     if (only && !glob_match(only, e.name)) continue;
     const Fn* f = cat.find(e.cpp);
-    if (!f) {
-      n_todo += e.cpp_todo;
-      continue;  // otherwise reported by the test case above
-    }
+    if (!f) continue;  // reported by the test case above
     ++n_entries;
     n_f32 += e.dtype == "f32";
     for (const std::string& check : e.checks) {
@@ -105,7 +101,7 @@ TEST_CASE("differential: Fluxion equals JAX on every catalogue function under ev
   }
   Tally total;
   std::cout << "differential: " << n_entries << " entries run (" << n_f32 << " of them f32), " << cat.size()
-            << " C++ catalogue functions, " << n_todo << " reference-only entries awaiting their op (todo/*)\n"
+            << " C++ catalogue functions\n"
             << "  check        run   pass  known  FAIL\n";
   for (const auto& [check, t] : per_check) {
     std::cout << "  " << std::left << std::setw(10) << check << std::right << std::setw(6) << t.run << std::setw(7)
