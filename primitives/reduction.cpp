@@ -67,7 +67,7 @@ struct Sum {
   template <class A> static auto functor() { return Eigen::internal::scalar_sum_op<A, A>(); }
   template <class T> static T identity() { return T(0); }
   static constexpr bool kWide = true;
-  static double combine(double a, double b) { return a + b; }
+  template <class V> static V combine(V a, V b) { return a + b; }
   template <class T> using RefAcc = Extended<T>;
   template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(0); }
   template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a + static_cast<RefAcc<T>>(x)); }
@@ -78,7 +78,7 @@ struct Prod {
   template <class A> static auto functor() { return Eigen::internal::scalar_product_op<A, A>(); }
   template <class T> static T identity() { return T(1); }
   static constexpr bool kWide = true;
-  static double combine(double a, double b) { return a * b; }
+  template <class V> static V combine(V a, V b) { return a * b; }
   template <class T> using RefAcc = Extended<T>;
   template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(1); }
   template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a * static_cast<RefAcc<T>>(x)); }

@@ -5,8 +5,8 @@
 ///                                          // integer sum/prod; T otherwise)
 ///   template <class A> static auto functor();   // Eigen binary functor with packetOp
 ///   template <class T> static T identity();      // result of reducing zero elements
-///   static constexpr bool kWide;           // floats accumulate in double, pairwise (sum, prod:
-///   static double combine(double, double); // backends/cpu/accumulate.hpp), with `combine`
+///   static constexpr bool kWide;           // floats accumulate in double, pairwise (sum, prod;
+///   template <class V> static V combine(V, V);   // backends/cpu/accumulate.hpp)
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -106,19 +106,32 @@ template <class Op, class T>
 void reduce_wide(const T* in, const std::vector<int64_t>& shape, const std::vector<int64_t>& axes, const Runs& r,
                  int64_t out_n, int64_t red_n, T* out) {
   namespace acc = accumulate;
-  const auto f = [](double a, double b) { return Op::combine(a, b); };
-  const double init = static_cast<double>(Op::template identity<T>());
   if (r.pattern({true})) {
-    out[0] = static_cast<T>(acc::pairwise(in, red_n, f, init));
+    out[0] = static_cast<T>(acc::pairwise<Op>(in, red_n));
   } else if (r.pattern({true, false})) {  // [reduced, kept]: column reductions
-    acc::column_reduce(in, red_n, out_n, out, f);
+    acc::column_reduce<Op>(in, red_n, out_n, out);
   } else if (r.pattern({false, true, false})) {  // [outer, reduced, inner]
     const int64_t inner = r.size[2];
-    for (int64_t o = 0; o < r.size[0]; ++o) acc::column_reduce(in + o * red_n * inner, red_n, inner, out + o * inner, f);
+    for (int64_t o = 0; o < r.size[0]; ++o) acc::column_reduce<Op>(in + o * red_n * inner, red_n, inner, out + o * inner);
   } else {  // [outer, reduced] rows, after moving interleaved reduced axes last
     std::unique_ptr<T[]> owned;
     const T* rows = r.pattern({false, true}) ? in : reduced_last(in, shape, axes, out_n * red_n, owned);
-    for (int64_t o = 0; o < out_n; ++o) out[o] = static_cast<T>(acc::pairwise(rows + o * red_n, red_n, f, init));
+    for (int64_t o = 0; o < out_n; ++o) out[o] = static_cast<T>(acc::pairwise<Op>(rows + o * red_n, red_n));
+  }
+}
+
+/// acc[k] += row r[k] for R consecutive rows of the scan (`row` elements apart), each running
+/// sum written to d's rows as it is formed: one load and store of the accumulators per R rows.
+/// The pointers never alias (restrict): the loop vectorises without run-time overlap checks.
+template <int R, class A, class E>
+inline void scan_rows(A* __restrict acc, const E* __restrict s, E* __restrict d, int64_t row, int64_t w) {
+  for (int64_t k = 0; k < w; ++k) {
+    A a = acc[k];
+    for (int r = 0; r < R; ++r) {
+      a = A(a + A(s[r * row + k]));
+      d[r * row + k] = static_cast<E>(a);
+    }
+    acc[k] = a;
   }
 }
 
@@ -244,24 +257,20 @@ void cumsum(const T* in_t, int64_t outer, int64_t n, int64_t inner, bool reverse
     return;
   }
   // Rows of `inner` elements: row j's running sums = row j-1's + input row j, vectorised along the
-  // row, in chunks of columns whose accumulators stay in L1.
+  // row, in chunks of columns whose accumulators stay in L1, four rows per pass over them.
   constexpr int64_t kChunk = 1024;
   A acc[kChunk];
+  const int64_t row = step * inner;  // from one row of the scan to the next
   for (; o < outer; ++o) {
-    const E* src = in + o * n * inner;
-    E* dst = out + o * n * inner;
     for (int64_t c0 = 0; c0 < inner; c0 += kChunk) {
       const int64_t w = std::min(kChunk, inner - c0);
-      for (int64_t j = first, c = 0; c < n; j += step, ++c) {
-        const E* s = src + j * inner + c0;
-        E* d = dst + j * inner + c0;
-        if (c == 0) {
-          for (int64_t k = 0; k < w; ++k) acc[k] = A(s[k]);
-        } else {
-          for (int64_t k = 0; k < w; ++k) acc[k] = A(acc[k] + A(s[k]));
-        }
-        for (int64_t k = 0; k < w; ++k) d[k] = static_cast<E>(acc[k]);
-      }
+      const E* s = in + o * n * inner + first * inner + c0;
+      E* d = out + o * n * inner + first * inner + c0;
+      for (int64_t k = 0; k < w; ++k) d[k] = static_cast<E>(acc[k] = A(s[k]));
+      int64_t c = 1;
+      for (; c + 4 <= n; c += 4, s += 4 * row, d += 4 * row)
+        reduction_detail::scan_rows<4>(acc, s + row, d + row, row, w);
+      for (; c < n; ++c, s += row, d += row) reduction_detail::scan_rows<1>(acc, s + row, d + row, row, w);
     }
   }
 }
