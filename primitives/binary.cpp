@@ -5,6 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "backends/cpu/special_functions.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
@@ -120,11 +121,13 @@ struct Rem {  // sign of the dividend (C fmod); integers: x%0 = x, INT_MIN%-1 = 
     }
   }
 };
+// The C library's pow, element by element: Eigen 3.4's vectorised pow was measured 99 ulp (f32)
+// and 946 ulp (f64) off over ordinary arguments, and gets the sign of pow(-0, odd), pow(-inf,
+// odd) and of underflowing odd powers of negative numbers wrong (pow(-0.0, -1.0) = +inf).
 struct Pow {
   static constexpr const char* name = "pow";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x, T y) { return std::pow(x, y); }
-  template <class A, class B> static auto array(const A& a, const B& b) { return a.pow(b); }
   template <class T> static T reference(T x, T y) { return T(std::pow(LD(x), LD(y))); }
 };
 struct Atan2 {
@@ -133,13 +136,38 @@ struct Atan2 {
   template <class T> static T scalar(T x, T y) { return std::atan2(x, y); }
   template <class T> static T reference(T x, T y) { return T(std::atan2(LD(x), LD(y))); }
 };
-struct Max {  // NaN-propagating
+// max (kMax) or min of floats, NaN-propagating (a NaN operand is the result, the first if both),
+// and of two equal operands (+0 and -0) the first, as numpy's maximum and the reference: one rule
+// for packets and single elements. Eigen 3.4's PropagateNaN functors return the second of equal
+// operands in packets and the first in their scalar form, so a vector body and its tail
+// disagreed on the sign of max(+0, -0).
+template <bool kMax> struct Extremum {
+  template <class T> T operator()(const T& a, const T& b) const {
+    return is_nan(a) ? a : is_nan(b) ? b : (kMax ? a < b : b < a) ? b : a;
+  }
+  template <class P> P packetOp(const P& a, const P& b) const {
+    namespace ei = Eigen::internal;
+    P r = kMax ? cpu::select_lt(a, b, b, a) : cpu::select_lt(b, a, b, a);  // b only when better
+    r = ei::pselect(ei::pcmp_eq(b, b), r, b);
+    return ei::pselect(ei::pcmp_eq(a, a), r, a);
+  }
+};
+}  // namespace binary_family
+}  // namespace fluxion::primitives
+namespace Eigen::internal {  // vectorised (declared before any use)
+template <bool kMax> struct functor_traits<fluxion::primitives::binary_family::Extremum<kMax>> {
+  enum { Cost = 6, PacketAccess = 1 };
+};
+}  // namespace Eigen::internal
+namespace fluxion::primitives {
+namespace binary_family {
+
+struct Max {  // NaN-propagating; of equal operands (+0, -0) the first
   static constexpr const char* name = "max";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { return is_nan(x) ? x : is_nan(y) ? y : (x > y ? x : y); }
+  template <class T> static T scalar(T x, T y) { return Extremum<true>()(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) {
-    using T = typename A::Scalar;  // Eigen 3.4's a.max(b) has no NaN-policy parameter: use its functor
-    if constexpr (std::is_floating_point_v<T>) return a.binaryExpr(b, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>());
+    if constexpr (std::is_floating_point_v<typename A::Scalar>) return a.binaryExpr(b, Extremum<true>());
     else return a.max(b);
   }
   template <class T> static T reference(T x, T y) {
@@ -147,13 +175,12 @@ struct Max {  // NaN-propagating
     return x < y ? y : x;
   }
 };
-struct Min {  // NaN-propagating
+struct Min {  // NaN-propagating; of equal operands (+0, -0) the first
   static constexpr const char* name = "min";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { return is_nan(x) ? x : is_nan(y) ? y : (x < y ? x : y); }
+  template <class T> static T scalar(T x, T y) { return Extremum<false>()(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) {
-    using T = typename A::Scalar;  // Eigen 3.4's a.min(b) has no NaN-policy parameter: use its functor
-    if constexpr (std::is_floating_point_v<T>) return a.binaryExpr(b, Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>());
+    if constexpr (std::is_floating_point_v<typename A::Scalar>) return a.binaryExpr(b, Extremum<false>());
     else return a.min(b);
   }
   template <class T> static T reference(T x, T y) {

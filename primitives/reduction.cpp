@@ -53,7 +53,8 @@ struct CumsumParams final : ParamsOf<CumsumParams> {
   static constexpr const char* names[] = {"axis", "reverse"};
 };
 
-// Integer sums and products wrap: they accumulate in the unsigned type of the same width. The
+// Integer sums and products wrap: they accumulate in the unsigned type of the same width. Float
+// sums, products and cumsums accumulate in double, pairwise (backends/cpu/accumulate.hpp). The
 // reference sums and multiplies floats in extended precision (long double) and rounds once.
 template <class T, class Float, bool = std::is_integral_v<T>> struct AccOf { using type = Float; };
 template <class T, class Float> struct AccOf<T, Float, true> { using type = std::make_unsigned_t<T>; };
@@ -65,6 +66,8 @@ struct Sum {
   template <class T> using Acc = Wrapping<T>;
   template <class A> static auto functor() { return Eigen::internal::scalar_sum_op<A, A>(); }
   template <class T> static T identity() { return T(0); }
+  static constexpr bool kWide = true;
+  template <class V> static V combine(V a, V b) { return a + b; }
   template <class T> using RefAcc = Extended<T>;
   template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(0); }
   template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a + static_cast<RefAcc<T>>(x)); }
@@ -74,6 +77,8 @@ struct Prod {
   template <class T> using Acc = Wrapping<T>;
   template <class A> static auto functor() { return Eigen::internal::scalar_product_op<A, A>(); }
   template <class T> static T identity() { return T(1); }
+  static constexpr bool kWide = true;
+  template <class V> static V combine(V a, V b) { return a * b; }
   template <class T> using RefAcc = Extended<T>;
   template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(1); }
   template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a * static_cast<RefAcc<T>>(x)); }
@@ -82,6 +87,7 @@ struct Max {
   static constexpr const char* name = "reduce_max";
   template <class T> using Acc = T;
   template <class A> static auto functor() { return Eigen::internal::scalar_max_op<A, A, Eigen::PropagateNaN>(); }
+  static constexpr bool kWide = false;  // exact in T
   template <class T> static T identity() {
     if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::lowest();
@@ -97,6 +103,7 @@ struct Min {
   static constexpr const char* name = "reduce_min";
   template <class T> using Acc = T;
   template <class A> static auto functor() { return Eigen::internal::scalar_min_op<A, A, Eigen::PropagateNaN>(); }
+  static constexpr bool kWide = false;
   template <class T> static T identity() {
     if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::max();
@@ -239,7 +246,8 @@ void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
         reference::cumsum<Extended<T>>(in[0].data<T>(), in[0].shape().dims(), p.axis, p.reverse, out[0].mutable_data<T>());
       } else {
         auto [outer, n, inner] = split_at(in[0].shape(), p.axis);
-        cpu::cumsum<Wrapping<T>>(in[0].data<T>(), outer, n, inner, p.reverse, out[0].mutable_data<T>());
+        using A = std::conditional_t<std::is_floating_point_v<T>, double, Wrapping<T>>;
+        cpu::cumsum<A>(in[0].data<T>(), outer, n, inner, p.reverse, out[0].mutable_data<T>());
       }
     }
   });

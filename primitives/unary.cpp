@@ -1,11 +1,14 @@
 // Elementwise unary primitives: neg sin cos tan exp log log1p expm1 sqrt rsqrt tanh logistic abs
-// sign floor ceil round not stop_gradient. Each is one Op struct (scalar functor shared by CPU
-// and CUDA, optional vectorised Eigen form, independent reference) plus one registration line.
+// sign floor ceil round round_nearest_even not stop_gradient. Each is one Op struct (scalar
+// functor, optional vectorised Eigen form, independent reference) plus one registration line.
+// Floating-point forms come from backends/cpu/unary_packets.hpp: one value is computed as one
+// lane of the packet form, so every path (vector body, tails, fused blocks, constant folding)
+// gives the same bits; special values follow the C library (tests/test_special_values.cpp).
 #include <Eigen/Core>
 #include <cmath>
 
 #include "fluxion/lax.hpp"
-#include "backends/cpu/special_functions.hpp"
+#include "backends/cpu/unary_packets.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 
@@ -20,27 +23,35 @@ template <class T> T wrap_neg(T x) {
   return static_cast<T>(U(0) - static_cast<U>(x));
 }
 
+namespace ops = cpu::unary_ops;  // backends/cpu/unary_packets.hpp
+
+/// Op::scalar and Op::array of a floating-point primitive from its packet operation F: one value
+/// is lane 0 of F's packet form, so every kernel path gives the vector body's bits.
+template <class F> struct PacketForm {
+  template <class T> static T scalar(T x) { return ops::apply_one<F>(x); }
+  template <class A> static auto array(const A& a) { return ops::apply_array<F>(a); }
+};
+
 struct Neg {
   static constexpr const char* name = "neg";
   static constexpr TileOp tile = TileOp::neg;
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return -x; }
-  template <class A> static auto array(const A& a) { return -a; }
-  template <class T> static T reference(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return T(0) - x; }
+  template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return ops::apply_one<ops::Neg>(x); }
+  template <class A> static auto array(const A& a) {
+    if constexpr (std::is_integral_v<typename A::Scalar>) return -a;  // psub(0, a): wraps
+    else return ops::apply_array<ops::Neg>(a);
+  }
+  template <class T> static T reference(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return std::copysign(x, std::signbit(x) ? T(1) : T(-1)); }  // the sign bit flipped
 };
-struct Sin {
+struct Sin : PacketForm<ops::Sin> {
   static constexpr const char* name = "sin";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::sin(x); }
-  template <class A> static auto array(const A& a) { return a.sin(); }
   template <class T> static T reference(T x) { return T(std::sin(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::cos(x)); }
 };
-struct Cos {
+struct Cos : PacketForm<ops::Cos> {
   static constexpr const char* name = "cos";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::cos(x); }
-  template <class A> static auto array(const A& a) { return a.cos(); }
   template <class T> static T reference(T x) { return T(std::cos(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::neg(lax::mul(t, lax::sin(x))); }
 };
@@ -51,83 +62,56 @@ struct Tan {
   template <class T> static T reference(T x) { return T(std::sin(LD(x)) / std::cos(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(scalar_like(y, 1), lax::mul(y, y))); }
 };
-using cpu::ExpFlushToZero;  // backends/cpu/special_functions.hpp
-using cpu::TanhF64;
-
-struct Exp {
+struct Exp : PacketForm<ops::Exp> {  // 0 below -87 (f32) and -708 (f64): backends/cpu/special_functions.hpp
   static constexpr const char* name = "exp";
   static constexpr TileOp tile = TileOp::exp;
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::exp(x); }
-  template <class A> static auto array(const A& a) {
-    return a.unaryExpr(ExpFlushToZero<typename A::Scalar>());
-  }
   template <class T> static T reference(T x) { return T(std::exp(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, y); }
 };
-struct Log {
+struct Log : PacketForm<ops::Log> {
   static constexpr const char* name = "log";
   static constexpr TileOp tile = TileOp::log;
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::log(x); }
-  template <class A> static auto array(const A& a) { return a.log(); }
   template <class T> static T reference(T x) { return T(std::log(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, x); }
 };
-struct Log1p {
+struct Log1p : PacketForm<ops::Log1p> {
   static constexpr const char* name = "log1p";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::log1p(x); }
-  template <class A> static auto array(const A& a) { return a.log1p(); }
   template <class T> static T reference(T x) { return T(std::log1p(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, lax::add(x, scalar_like(x, 1))); }
 };
-struct Expm1 {
+struct Expm1 : PacketForm<ops::Expm1> {
   static constexpr const char* name = "expm1";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::expm1(x); }
-  template <class A> static auto array(const A& a) { return a.expm1(); }
   template <class T> static T reference(T x) { return T(std::expm1(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(y, scalar_like(y, 1))); }
 };
-struct Sqrt {
+struct Sqrt : PacketForm<ops::Sqrt> {
   static constexpr const char* name = "sqrt";
   static constexpr TileOp tile = TileOp::sqrt;
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::sqrt(x); }
-  template <class A> static auto array(const A& a) { return a.sqrt(); }
-  template <class T> static T reference(T x) { return T(std::sqrt(LD(x))); }
+  // IEEE's correctly rounded sqrt in T: a long-double root rounded again to f64 is not always.
+  template <class T> static T reference(T x) { return std::sqrt(x); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, lax::mul(y, scalar_like(y, 2))); }
 };
-struct Rsqrt {
+struct Rsqrt : PacketForm<ops::Rsqrt> {
   static constexpr const char* name = "rsqrt";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return T(1) / std::sqrt(x); }
-  template <class A> static auto array(const A& a) { return a.rsqrt(); }
   template <class T> static T reference(T x) { return T(LD(1) / std::sqrt(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::mul(lax::div(y, x), scalar_like(x, -0.5))); }
 };
-struct Tanh {
+struct Tanh : PacketForm<ops::Tanh> {
   static constexpr const char* name = "tanh";
   static constexpr TileOp tile = TileOp::tanh;
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) {
-    if constexpr (std::is_same_v<T, double>) return TanhF64<T>()(x);
-    else return std::tanh(x);
-  }
-  template <class A> static auto array(const A& a) {
-    if constexpr (std::is_same_v<typename A::Scalar, double>) return a.unaryExpr(TanhF64<double>());
-    else if constexpr (std::is_same_v<typename A::Scalar, float>) return a.unaryExpr(cpu::TanhF32());
-    else return a.tanh();
-  }
   template <class T> static T reference(T x) { return T(std::tanh(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sub(scalar_like(y, 1), lax::mul(y, y))); }
 };
-struct Logistic {
+struct Logistic : PacketForm<ops::Logistic> {
   static constexpr const char* name = "logistic";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
-  template <class A> static auto array(const A& a) { return a.logistic(); }
   template <class T> static T reference(T x) { return T(LD(1) / (LD(1) + std::exp(-LD(x)))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::mul(y, lax::sub(scalar_like(y, 1), y))); }
 };
@@ -139,38 +123,47 @@ struct Abs {
   template <class T> static T reference_neg(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return T(0) - x; }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sign(x)); }
 };
-struct Sign {
+struct Sign {  // ±0 and NaN map to themselves (XLA's sign)
   static constexpr const char* name = "sign";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }
-  template <class A> static auto array(const A& a) { return a.sign(); }
+  template <class T> static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return T((x > T(0)) - (x < T(0)));
+    else return ops::apply_one<ops::Sign>(x);
+  }
+  template <class A> static auto array(const A& a) {
+    if constexpr (std::is_integral_v<typename A::Scalar>) return a.sign();
+    else return ops::apply_array<ops::Sign>(a);
+  }
   template <class T> static T reference(T x) {
-    if constexpr (std::is_floating_point_v<T>) if (std::isnan(x)) return x;
+    if constexpr (std::is_floating_point_v<T>) if (std::isnan(x) || x == T(0)) return x;
     return T((x > T(0)) - (x < T(0)));
   }
 };
-struct Floor {
+struct Floor : PacketForm<ops::Floor> {
   static constexpr const char* name = "floor";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::floor(x); }
-  template <class A> static auto array(const A& a) { return a.floor(); }
   template <class T> static T reference(T x) { return T(std::floor(LD(x))); }
 };
-struct Ceil {
+struct Ceil : PacketForm<ops::Ceil> {
   static constexpr const char* name = "ceil";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::ceil(x); }
-  template <class A> static auto array(const A& a) { return a.ceil(); }
   template <class T> static T reference(T x) { return T(std::ceil(LD(x))); }
 };
-struct Round {  // halfway cases away from zero (lax.round's default)
+struct Round : PacketForm<ops::Round> {  // halfway cases away from zero (lax.round's default)
   static constexpr const char* name = "round";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::round(x); }
-  template <class A> static auto array(const A& a) { return a.round(); }
   template <class T> static T reference(T x) {
     LD a = std::floor(std::fabs(LD(x)) + LD(0.5));
     return T(std::copysign(a, LD(x)));
+  }
+};
+struct RoundNearestEven : PacketForm<ops::RoundEven> {  // halfway cases to even (numpy's and jnp's round)
+  static constexpr const char* name = "round_nearest_even";
+  static constexpr DTypeSet dtypes = kFloating;
+  template <class T> static T reference(T x) {  // the nearest integer; a tie goes to the even one
+    const LD f = std::floor(LD(x)), d = LD(x) - f;
+    const LD r = d < LD(0.5) ? f : d > LD(0.5) ? f + 1 : (std::fmod(f, LD(2)) == 0 ? f : f + 1);
+    return T(std::copysign(r, LD(x)));
   }
 };
 struct Not {  // logical on bool, bitwise on integers
@@ -228,6 +221,7 @@ FLUXION_UNARY(sign, Sign, elementwise_traits(), &zero_jvp_rule)
 FLUXION_UNARY(floor, Floor, elementwise_traits(), &zero_jvp_rule)
 FLUXION_UNARY(ceil, Ceil, elementwise_traits(), &zero_jvp_rule)
 FLUXION_UNARY(round, Round, elementwise_traits(), &zero_jvp_rule)
+FLUXION_UNARY(round_nearest_even, RoundNearestEven, elementwise_traits(), &zero_jvp_rule)
 FLUXION_UNARY(logical_not, Not, elementwise_traits(), &zero_jvp_rule)
 FLUXION_UNARY(stop_gradient, StopGradient, view_traits(), &zero_jvp_rule)
 #undef FLUXION_UNARY
@@ -238,7 +232,7 @@ void register_unary(std::vector<const Primitive*>& list) {
   using namespace unary_family;
   list.insert(list.end(), {&neg_p(), &sin_p(), &cos_p(), &tan_p(), &exp_p(), &log_p(), &log1p_p(),
                            &expm1_p(), &sqrt_p(), &rsqrt_p(), &tanh_p(), &logistic_p(), &abs_p(),
-                           &sign_p(), &floor_p(), &ceil_p(), &round_p(), &logical_not_p(),
+                           &sign_p(), &floor_p(), &ceil_p(), &round_p(), &round_nearest_even_p(), &logical_not_p(),
                            &stop_gradient_p()});
 }
 
@@ -263,6 +257,9 @@ Tensor sign(const Tensor& x) { return bind1(sign_p(), {x}); }
 Tensor floor(const Tensor& x) { return bind1(floor_p(), {x}); }
 Tensor ceil(const Tensor& x) { return bind1(ceil_p(), {x}); }
 Tensor round(const Tensor& x) { return bind1(round_p(), {x}); }
+Tensor round(const Tensor& x, RoundingMethod method) {
+  return bind1(method == RoundingMethod::to_nearest_even ? round_nearest_even_p() : round_p(), {x});
+}
 Tensor logical_not(const Tensor& x) { return bind1(logical_not_p(), {x}); }
 Tensor stop_gradient(const Tensor& x) { return bind1(stop_gradient_p(), {x}); }
 }  // namespace fluxion::lax

@@ -62,6 +62,17 @@ const bool registered = [] {
   register_float_unary("floor", lax::floor, -5, 5);
   register_float_unary("ceil", lax::ceil, -5, 5);
   register_float_unary("round", lax::round, -5, 5);
+  auto round_even = [](const Tensor& x) { return lax::round(x, lax::RoundingMethod::to_nearest_even); };
+  register_samples("round_nearest_even",
+                   {[=](DType dt) {
+                      auto out = samples_for(round_even, dt, -5, 5);
+                      // Halfway cases go to the even neighbour (round takes them away from zero).
+                      Tensor halves = astype(tensor({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.25, 4.75}), dt);
+                      out.push_back(Sample{"halfway cases", {halves}, unary_fn(round_even), {AbstractValue{Shape{9}, dt}}});
+                      out.back().differentiable = false;  // steps there: finite differences see them
+                      return out;
+                    },
+                    float_only_bad("round_nearest_even", round_even)});
   auto numeric_bad = [](const std::string& name, Fn f) {
     return std::vector<BadInput>{
         bad<DTypeError>("bool operand", "[" + name + "] got an operand of type bool[2]", [f] { f(zeros({2}, boolean)); }),

@@ -1,10 +1,13 @@
 // The registry-driven primitive suite: every registered primitive has samples; on each sample
-// the CPU kernels equal the reference kernels (f32 and f64), the shape rule gives the expected
-// avals, and the bad inputs raise the expected error with a DESIGN.md-style message.
+// the CPU kernels equal the reference kernels (f32 and f64; zeros with their signs), the shape
+// rule gives the expected avals, and the bad inputs raise the expected error with a
+// DESIGN.md-style message.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "samples.hpp"
 
@@ -26,6 +29,17 @@ std::vector<fx::Tensor> equation_inputs(const fx::Jaxpr& j, const fx::testing::S
   std::vector<fx::Tensor> in;
   for (const fx::Atom& a : j.equations[0].inputs) in.push_back(a.is_literal() ? a.literal : env.at(a.var));
   return in;
+}
+
+// The first position where `a` and `b` both hold a zero, with different signs ("" if none): the
+// tolerance of compare_tensors cannot see the sign of zero (neg(+0) = -0, sqrt(-0) = -0).
+std::string zero_sign_mismatch(const fx::Tensor& a, const fx::Tensor& b) {
+  if (!fx::is_floating(a.dtype()) || a.dtype() != b.dtype() || a.size() != b.size()) return "";
+  const std::vector<double> x = fx::astype(a, fx::f64).to_vector<double>(), y = fx::astype(b, fx::f64).to_vector<double>();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] == 0 && y[i] == 0 && std::signbit(x[i]) != std::signbit(y[i]))
+      return "zeros of different signs at flat index " + std::to_string(i);
+  return "";
 }
 
 }  // namespace
@@ -71,6 +85,8 @@ TEST_CASE("registry: cpu kernels equal reference kernels and shape rules match, 
         for (size_t k = 0; k < ref.size(); ++k) {
           CHECK_MESSAGE(ref[k].aval() == s.expected[k], "shape rule gave " << ref[k].aval() << ", expected " << s.expected[k]);
           std::string diff = fx::testing::compare_tensors(cpu[k], ref[k], &worst[p->name]);
+          CHECK_MESSAGE(diff.empty(), "cpu vs reference: " << diff);
+          diff = zero_sign_mismatch(cpu[k], ref[k]);
           CHECK_MESSAGE(diff.empty(), "cpu vs reference: " << diff);
           ++checks;
         }

@@ -145,80 +145,45 @@ template <class Packet> Packet tanh_f32(const Packet& x0) {
   return divide_f32(ei::pmul(x, p), q);
 }
 
-/// tanh as an Eigen functor: packets take tanh_f32, single elements std::tanh (as exp's do).
-struct TanhF32 {
-  float operator()(float x) const { return std::tanh(x); }
-  template <class Packet> Packet packetOp(const Packet& x) const { return tanh_f32(x); }
-};
-
-/// exp with an exact 0 where the result underflows (below `lowest`): packets take exp_f32 or
-/// exp_f64 (the edges handled there, no branch), single elements std::exp. Written as a functor
-/// with a packet path because Eigen 3.4's `select` has none (a select expression runs one scalar
-/// exp per element: 1.3x Eigen's exp with SSE2, 11x with AVX-512). NaN stays NaN.
-template <class T> struct ExpFlushToZero {
-  static constexpr T lowest = std::is_same_v<T, float> ? T(-87.0) : T(-708.0);
-  T operator()(T x) const { return x < lowest ? T(0) : std::exp(x); }
-  template <class Packet> Packet packetOp(const Packet& x) const {
-    if constexpr (std::is_same_v<T, float>) return exp_f32(x);
-    else return exp_f64(x);
-  }
-};
-/// f64 tanh, vectorised (Eigen 3.4 vectorises tanh for f32 only; glibc's scalar tanh, through
+/// f64 tanh of a packet (Eigen 3.4 vectorises tanh for f32 only; glibc's scalar tanh, through
 /// expm1, cost ~30 ns per element here and dominated small-state integrators, bench W9).
 /// |x| < 0.625: Lambert's continued fraction x / (1 + z / (3 + z / (5 + ...))), z = x², to 8
 /// levels by the forward recurrence of its convergents A_j (denominator) and D_j = A_j - B_j, so
 /// tanh x = x (1 - D/A) with D/A <= 0.13 (no division chain, no cancellation). Otherwise
 /// sign(x) (1 - 2 / (exp(2|x|) + 1)). Measured at most 1.83 ulp from a long-double tanh over
 /// 2M arguments (glibc: 2.16); NaN stays NaN, -0 stays -0, ±inf gives ±1.
-template <class T> struct TanhF64 {
-  static constexpr T kSmall = T(0.625);
-  static constexpr int kLevels = 8;
-  T operator()(T x) const {
-    const T a = std::fabs(x);
-    if (a < kSmall) {
-      const T z = x * x;
-      T a1 = 1, a0 = 1, d1 = 1, d0 = 0;  // A_{j-1}, A_j, D_{j-1}, D_j
-      for (int j = 1; j <= kLevels; ++j) {
-        const T b = T(2 * j + 1);
-        const T a2 = std::fma(b, a0, z * a1), d2 = std::fma(b, d0, z * d1);
-        a1 = a0, a0 = a2, d1 = d0, d0 = d2;
-      }
-      return x * (T(1) - d0 / a0);
-    }
-    if (a != a) return x;
-    return std::copysign(T(1) - T(2) / (std::exp(a + a) + T(1)), x);
+template <class Packet> Packet tanh_f64(const Packet& x) {
+  namespace ei = Eigen::internal;
+  constexpr double kSmall = 0.625;
+  constexpr int kLevels = 8;
+  const Packet one = ei::pset1<Packet>(1.0), z = ei::pmul(x, x);
+  Packet a1 = one, a0 = one, d1 = one, d0 = ei::pzero(x);  // A_{j-1}, A_j, D_{j-1}, D_j
+  for (int j = 1; j <= kLevels; ++j) {
+    const Packet b = ei::pset1<Packet>(double(2 * j + 1));
+    const Packet a2 = ei::pmadd(b, a0, ei::pmul(z, a1)), d2 = ei::pmadd(b, d0, ei::pmul(z, d1));
+    a1 = a0, a0 = a2, d1 = d0, d0 = d2;
   }
-  template <class Packet> Packet packetOp(const Packet& x) const {
-    namespace ei = Eigen::internal;
-    const Packet one = ei::pset1<Packet>(T(1)), z = ei::pmul(x, x);
-    Packet a1 = one, a0 = one, d1 = one, d0 = ei::pzero(x);
-    for (int j = 1; j <= kLevels; ++j) {
-      const Packet b = ei::pset1<Packet>(T(2 * j + 1));
-      const Packet a2 = ei::pmadd(b, a0, ei::pmul(z, a1)), d2 = ei::pmadd(b, d0, ei::pmul(z, d1));
-      a1 = a0, a0 = a2, d1 = d0, d0 = d2;
-    }
-    const Packet small = ei::pmul(x, ei::psub(one, ei::pdiv(d0, a0)));
-    const Packet a = ei::pabs(x);
-    const Packet e = ei::pexp(ei::padd(a, a));
-    Packet big = ei::psub(one, ei::pdiv(ei::pset1<Packet>(T(2)), ei::padd(e, one)));
-    big = select_lt(x, ei::pzero(x), ei::pnegate(big), big);
-    const Packet r = select_lt(a, ei::pset1<Packet>(kSmall), small, big);
-    return ei::pselect(ei::pcmp_eq(x, x), r, x);  // NaN: x itself
-  }
-};
-}  // namespace fluxion::cpu
+  const Packet small = ei::pmul(x, ei::psub(one, ei::pdiv(d0, a0)));
+  const Packet a = ei::pabs(x);
+  const Packet e = ei::pexp(ei::padd(a, a));
+  Packet big = ei::psub(one, ei::pdiv(ei::pset1<Packet>(2.0), ei::padd(e, one)));
+  big = select_lt(x, ei::pzero(x), ei::pnegate(big), big);  // big >= 0.46: no zero to sign
+  const Packet r = select_lt(a, ei::pset1<Packet>(kSmall), small, big);
+  return ei::pselect(ei::pcmp_eq(x, x), r, x);  // NaN: x itself
+}
 
-namespace Eigen::internal {
-template <class T> struct functor_traits<fluxion::cpu::ExpFlushToZero<T>> {
-  enum {
-    Cost = functor_traits<scalar_exp_op<T>>::Cost + 2 * NumTraits<T>::AddCost,
-    PacketAccess = functor_traits<scalar_exp_op<T>>::PacketAccess,
-  };
-};
-template <> struct functor_traits<fluxion::cpu::TanhF32> {
-  enum { Cost = 14 * NumTraits<float>::MulCost, PacketAccess = packet_traits<float>::HasDiv };
-};
-template <class T> struct functor_traits<fluxion::cpu::TanhF64<T>> {
-  enum { Cost = functor_traits<scalar_exp_op<T>>::Cost + 30 * NumTraits<T>::MulCost, PacketAccess = packet_traits<T>::HasExp };
-};
-}  // namespace Eigen::internal
+/// exp of a packet: exp_f32 or exp_f64. Results are an exact 0 for x < -87 (f32) and x < -708
+/// (f64), a little above where they leave the normal range (-87.34, -708.40): the flush to zero
+/// XLA's CPU backend makes too, while Eigen's pexp scales through subnormal results, each a
+/// microcode assist (bench exp_f64_underflow). NaN stays NaN; ±inf give inf and 0.
+template <class Packet> Packet exp_packet(const Packet& x) {
+  if constexpr (std::is_same_v<typename Eigen::internal::unpacket_traits<Packet>::type, float>) return exp_f32(x);
+  else return exp_f64(x);
+}
+
+/// tanh of a packet: tanh_f32 or tanh_f64.
+template <class Packet> Packet tanh_packet(const Packet& x) {
+  if constexpr (std::is_same_v<typename Eigen::internal::unpacket_traits<Packet>::type, float>) return tanh_f32(x);
+  else return tanh_f64(x);
+}
+}  // namespace fluxion::cpu

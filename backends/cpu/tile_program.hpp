@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/special_functions.hpp"
+#include "backends/cpu/unary_packets.hpp"
 #include "fluxion/primitive.hpp"
 
 namespace fluxion::cpu {
@@ -40,33 +40,27 @@ constexpr int64_t tile_elements() {
 /// One instruction. The accumulator tile is `acc`; the operand (`source`) is an external array
 /// (its base pointer bases[index], read at the tile's offset), a scratch tile (slot `index`), one
 /// value broadcast over the tile (`scalar`: a literal, or bases[index] when `literal` is null), or
-/// the accumulator itself. A multiply-add (`madd`, made from a mul followed by an add or sub, see
-/// contract_multiply_adds) computes acc * operand + addend (op add), acc * operand - addend (op
-/// sub) or addend - acc * operand (op sub, reversed), rounding once; its addend is read as an
-/// operand is, from the addend_ fields (never the accumulator). `code` (tile_code, set by
-/// finish()) is what the interpreter dispatches on: one indirect jump per instruction.
+/// the accumulator itself. A negated product (`nmul`, made from a mul followed by a neg, see
+/// contract_multiply_adds) computes -(acc * operand) as one multiply-add. `code` (tile_code, set
+/// by finish()) is what the interpreter dispatches on: one indirect jump per instruction.
 struct TileInstr {
-  enum Kind : uint8_t { load, unary, binary, store, sum, madd } kind = load;
+  enum Kind : uint8_t { load, unary, binary, store, sum, nmul } kind = load;
   enum Source : uint8_t { external, scratch, scalar, self } source = external;
   TileOp op = TileOp::none;
   bool reversed = false;  // binary: acc = op(operand, acc) instead of op(acc, operand)
-  Source addend_source = external;
   int32_t index = 0;      // external index, scratch slot, or sum: accumulator set
-  int32_t addend_index = 0;
   const void* literal = nullptr;
-  const void* addend_literal = nullptr;
   uint16_t code = 0;
   void finish();
 };
 
 /// Handlers of the interpreter (tile_code's range).
-inline constexpr int kTileCodes = 39 + 3 * 4 * 3;
+inline constexpr int kTileCodes = 39 + 4;
 
 /// The interpreter's case for an instruction's kind, operation, operand sources and order: dense
 /// (0..kTileCodes-1), so the dispatch is one table (sparse case values made a switch a tree of
 /// compares and branches).
-constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source source, bool reversed,
-                             TileInstr::Source addend = TileInstr::external) {
+constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source source, bool reversed) {
   const int o = static_cast<int>(op), src = static_cast<int>(source);
   switch (kind) {
     case TileInstr::load: return static_cast<uint16_t>(src);                                      // 0..2
@@ -74,17 +68,13 @@ constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source 
     case TileInstr::binary:                                                                        // 8..35
       return static_cast<uint16_t>(8 + (o - static_cast<int>(TileOp::add)) * 7 + src * 2 + (reversed ? 1 : 0));
     case TileInstr::store: return source == TileInstr::scratch ? 36 : 37;
-    case TileInstr::madd: {                                                                        // 39..74
-      const int form = op == TileOp::add ? 0 : reversed ? 2 : 1;
-      return static_cast<uint16_t>(39 + form * 12 + src * 3 + static_cast<int>(addend));
-    }
+    case TileInstr::nmul: return static_cast<uint16_t>(39 + src);                                 // 39..42
     default: return 38;
   }
 }
 inline void TileInstr::finish() {
   if (source == self && kind == binary) reversed = false;  // op(acc, acc) either way
-  if (kind == madd && op == TileOp::add) reversed = false;
-  code = tile_code(kind, op, source, reversed, addend_source);
+  code = tile_code(kind, op, source, reversed);
 }
 
 namespace tile_detail {
@@ -116,22 +106,26 @@ FLUXION_TILE_INLINE void load_operand(int32_t index, const void* literal, char* 
   }
 }
 
-/// acc * b + c (form 0), acc * b - c (1) or c - acc * b (2), one rounding where the target has FMA.
-template <int kForm, class P>
-FLUXION_TILE_INLINE P madd_packet(const P& acc, const P& b, const P& c) {
-  if constexpr (kForm == 0) return ei::pmadd(acc, b, c);
-  else if constexpr (kForm == 1) return ei::pmadd(acc, b, ei::pnegate(c));
-  else return ei::pmadd(ei::pnegate(acc), b, c);
+/// -(acc * b): (-acc) b + (-0), rounded once, is the rounded product with its sign flipped, for
+/// every value (a zero product gets the sign the negation gives it, -0 + -0 = -0, +0 + -0 = +0),
+/// so the contraction keeps the mul-then-neg bits. Where pmadd is a multiply and an add (no
+/// FMA), it is that mul, a negation and an exact add of -0.
+template <class P>
+FLUXION_TILE_INLINE P negated_product(const P& acc, const P& b) {
+  using T = typename ei::unpacket_traits<P>::type;
+  return ei::pmadd(unary_ops::neg_packet(acc), b, ei::pset1<P>(T(-0.0)));
 }
 
+/// The unary primitives' own packet forms (backends/cpu/unary_packets.hpp): the same bits as
+/// their eager kernels.
 template <TileOp kOp, class T, class P>
 FLUXION_TILE_INLINE P unary_packet(const P& x) {
-  if constexpr (kOp == TileOp::neg) return ei::pnegate(x);
-  else if constexpr (kOp == TileOp::exp) return ExpFlushToZero<T>().packetOp(x);
-  else if constexpr (kOp == TileOp::log) return ei::plog(x);
-  else if constexpr (kOp == TileOp::sqrt) return ei::psqrt(x);
-  else if constexpr (std::is_same_v<T, double>) return TanhF64<T>().packetOp(x);
-  else return tanh_f32(x);
+  namespace ops = unary_ops;
+  if constexpr (kOp == TileOp::neg) return ops::Neg::packet(x);
+  else if constexpr (kOp == TileOp::exp) return ops::Exp::packet(x);
+  else if constexpr (kOp == TileOp::log) return ops::Log::packet(x);
+  else if constexpr (kOp == TileOp::sqrt) return ops::Sqrt::packet(x);
+  else return ops::Tanh::packet(x);
 }
 
 template <TileOp kOp, bool kReversed, class P>
@@ -164,10 +158,9 @@ inline int tile_op_arity(TileOp op) {
 }
 
 /// One instruction as text, for plan dumps: `load x0` (external 0), `mul s1` (scratch tile 1),
-/// `sub# c` (reversed, a broadcast value), `mul acc`, `store s0`, `sum 0`, `madd x0 s1` (acc x0 +
-/// s1), `msub` (acc x0 - s1), `nmadd` (s1 - acc x0).
+/// `sub# c` (reversed, a broadcast value), `mul acc`, `store s0`, `sum 0`, `nmul x0` (-(acc x0)).
 inline std::string describe(const TileInstr& in) {
-  static const char* const kinds[] = {"load", "", "", "store", "sum", ""};
+  static const char* const kinds[] = {"load", "", "", "store", "sum", "nmul"};
   static const char* const ops[] = {"", "neg", "exp", "log", "sqrt", "tanh", "add", "sub", "mul", "div"};
   std::string text = in.kind == TileInstr::unary || in.kind == TileInstr::binary ? ops[static_cast<int>(in.op)]
                                                                                  : kinds[in.kind];
@@ -181,59 +174,30 @@ inline std::string describe(const TileInstr& in) {
       default: return "acc";
     }
   };
-  if (in.kind == TileInstr::madd)
-    return std::string(in.reversed ? "nmadd " : in.op == TileOp::add ? "madd " : "msub ") +
-           operand(in.source, in.index) + " " + operand(in.addend_source, in.addend_index);
   return text + (in.reversed ? "# " : " ") + operand(in.source, in.index);
 }
 
-/// The target's negation of +0 as a literal addend, so that -(a b) contracted to addend - a b
-/// gives the uncontracted program's values exactly, zeros included: where pnegate flips the sign
-/// bit (SSE, AVX) that is -0, and -0 - p is -p for every p; where it computes 0 - x (Eigen 3.4's
-/// AVX-512) it is +0, and +0 - p is 0 - p. The product is rounded once either way.
-template <class T> const T* negated_zero() {
-  namespace ei = Eigen::internal;
-  using P = typename ei::packet_traits<T>::type;
-  static const T value = ei::pfirst(ei::pnegate(ei::pset1<P>(T(0))));
-  return &value;
-}
-
-/// Contracts each multiply whose product the next instruction adds or subtracts (and nothing
-/// else reads: the program would store it in between) into one multiply-add, rounding once, as
-/// compilers contract a * b + c by default (GCC's -ffp-contract=fast, XLA's CPU backend). A
-/// multiply then a negation becomes z - acc * b with z = negated_zero (one instruction, not two).
-/// W1's gradient has two of the first kind (1 - t t, x (1 - t t) + t) and one negation (-(x x)).
-inline void contract_multiply_adds(std::vector<TileInstr>& program, bool f64) {
+/// Contracts each multiply whose product the next instruction negates (and nothing else reads:
+/// the program would store it in between) into one negated product (negated_product: the same
+/// bits, one instruction instead of two; W1's gradient has one, -(x x)). A multiply followed by
+/// an add or a subtract is NOT contracted into a multiply-add: eager evaluation rounds the product
+/// before the addition, and the fused program must give eager's bits (an overflowing product
+/// plus -inf is NaN eagerly, -inf through an FMA; with finite values the last bit differs). The
+/// library is compiled with -ffp-contract=off for the same reason (CMakeLists.txt).
+inline void contract_multiply_adds(std::vector<TileInstr>& program, bool /*f64*/) {
   std::vector<TileInstr> out;
   out.reserve(program.size());
   for (size_t i = 0; i < program.size(); ++i) {
     const TileInstr& mul = program[i];
     const bool product = mul.kind == TileInstr::binary && mul.op == TileOp::mul;
-    if (!product || i + 1 == program.size()) {
-      out.push_back(mul);
-      continue;
-    }
-    const TileInstr& next = program[i + 1];
-    TileInstr in = mul;
-    in.kind = TileInstr::madd;
-    if (next.kind == TileInstr::unary && next.op == TileOp::neg) {
-      in.op = TileOp::sub;
-      in.reversed = true;  // negated_zero - product
-      in.addend_source = TileInstr::scalar;
-      in.addend_literal = f64 ? static_cast<const void*>(negated_zero<double>()) : negated_zero<float>();
-    } else if (next.kind == TileInstr::binary && (next.op == TileOp::add || next.op == TileOp::sub) &&
-               next.source != TileInstr::self) {
-      in.op = next.op;
-      in.reversed = next.op == TileOp::sub && next.reversed;  // addend - product
-      in.addend_source = next.source;
-      in.addend_index = next.index;
-      in.addend_literal = next.literal;
-    } else {
-      out.push_back(mul);
-      continue;
-    }
-    in.finish();
-    out.push_back(in);
+    const bool negated = i + 1 < program.size() && program[i + 1].kind == TileInstr::unary &&
+                         program[i + 1].op == TileOp::neg;
+    out.push_back(mul);
+    if (!product || !negated) continue;
+    out.back().kind = TileInstr::nmul;
+    out.back().op = TileOp::none;
+    out.back().reversed = false;  // acc * operand = operand * acc
+    out.back().finish();
     ++i;
   }
   program = std::move(out);
@@ -284,14 +248,7 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
       FLUXION_TILE_BINARY_LABELS(div)
 #undef FLUXION_TILE_BINARY_LABELS
       &&store_scratch, &&store_external, &&sum_external,
-#define FLUXION_TILE_MADD_LABELS_B(form, b) \
-  &&madd_##form##_##b##_external, &&madd_##form##_##b##_scratch, &&madd_##form##_##b##_scalar,
-#define FLUXION_TILE_MADD_LABELS(form)                                                          \
-  FLUXION_TILE_MADD_LABELS_B(form, external) FLUXION_TILE_MADD_LABELS_B(form, scratch)          \
-  FLUXION_TILE_MADD_LABELS_B(form, scalar) FLUXION_TILE_MADD_LABELS_B(form, self)
-      FLUXION_TILE_MADD_LABELS(0) FLUXION_TILE_MADD_LABELS(1) FLUXION_TILE_MADD_LABELS(2)
-#undef FLUXION_TILE_MADD_LABELS
-#undef FLUXION_TILE_MADD_LABELS_B
+      &&nmul_external, &&nmul_scratch, &&nmul_scalar, &&nmul_self,
   };
   static_assert(sizeof(handlers) / sizeof(handlers[0]) == kTileCodes, "one handler per tile_code");
   // Each instruction's handler address, and after the last the end of the tile: a dispatch is
@@ -394,31 +351,20 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
           ei::pstore(p, ei::padd(ei::pload<P>(p), tile_sum));
         }
         FLUXION_TILE_NEXT
-#define FLUXION_TILE_MADD_CASE(form, bsrc, csrc, code)                                                   \
-  FLUXION_TILE_HANDLER(madd_##form##_##bsrc##_##csrc, code)                                              \
-  static_assert(tile_code(I::madd, form == 0 ? TileOp::add : TileOp::sub, I::bsrc, form == 2, I::csrc) == \
-                    (code),                                                                               \
-                "order");                                                                                 \
-  {                                                                                                       \
-    P b[kTilePackets], c[kTilePackets];                                                                   \
-    td::load_operand<I::bsrc>(in->index, in->literal, bases, slots, start, acc, b);                      \
-    td::load_operand<I::csrc>(in->addend_index, in->addend_literal, bases, slots, start, acc, c);         \
-    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::madd_packet<form>(acc[k], b[k], c[k]);          \
-  }                                                                                                       \
+#define FLUXION_TILE_NMUL(src, code)                                                        \
+  FLUXION_TILE_HANDLER(nmul_##src, code)                                                    \
+  static_assert(tile_code(I::nmul, TileOp::none, I::src, false) == (code), "order");       \
+  {                                                                                         \
+    P b[kTilePackets];                                                                      \
+    td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);         \
+    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::negated_product(acc[k], b[k]);     \
+  }                                                                                         \
   FLUXION_TILE_NEXT
-#define FLUXION_TILE_MADD_B(form, bsrc, first)                                             \
-  FLUXION_TILE_MADD_CASE(form, bsrc, external, first)                                      \
-  FLUXION_TILE_MADD_CASE(form, bsrc, scratch, first + 1)                                   \
-  FLUXION_TILE_MADD_CASE(form, bsrc, scalar, first + 2)
-#define FLUXION_TILE_MADD(form, first)                                                         \
-  FLUXION_TILE_MADD_B(form, external, first) FLUXION_TILE_MADD_B(form, scratch, first + 3)     \
-  FLUXION_TILE_MADD_B(form, scalar, first + 6) FLUXION_TILE_MADD_B(form, self, first + 9)
-        FLUXION_TILE_MADD(0, 39)
-        FLUXION_TILE_MADD(1, 51)
-        FLUXION_TILE_MADD(2, 63)
-#undef FLUXION_TILE_MADD
-#undef FLUXION_TILE_MADD_B
-#undef FLUXION_TILE_MADD_CASE
+        FLUXION_TILE_NMUL(external, 39)
+        FLUXION_TILE_NMUL(scratch, 40)
+        FLUXION_TILE_NMUL(scalar, 41)
+        FLUXION_TILE_NMUL(self, 42)
+#undef FLUXION_TILE_NMUL
 #if FLUXION_TILE_THREADED
     }
   tile_done:;

@@ -26,6 +26,10 @@ Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);  // halfway cases away from zero
+/// How round breaks ties (JAX's lax.RoundingMethod): away from zero (std::round, lax.round's
+/// default) or to the even neighbour (numpy's and jnp.round's; primitive round_nearest_even).
+enum class RoundingMethod { away_from_zero, to_nearest_even };
+Tensor round(const Tensor& x, RoundingMethod method);
 Tensor logical_not(const Tensor& x);  // bool: logical; integers: bitwise
 Tensor stop_gradient(const Tensor& x);
 
