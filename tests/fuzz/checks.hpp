@@ -39,6 +39,7 @@ struct Stats {
   int64_t programs = 0;
   std::array<int64_t, static_cast<size_t>(Check::kCount)> passed{}, skipped{}, failed{};
   std::array<double, static_cast<size_t>(Check::kCount)> worst_ratio{};
+  std::array<uint64_t, static_cast<size_t>(Check::kCount)> worst_seed{};
   double worst_ulps = 0;
   std::vector<int64_t> op_counts;  // by Op
   int64_t forward_only = 0, with_f32 = 0;

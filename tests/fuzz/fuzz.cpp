@@ -1,6 +1,7 @@
 // The fuzzing loop: generate, check, shrink a failing program and report it.
 #include <algorithm>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
 #include "fuzz/checks.hpp"
@@ -100,6 +101,8 @@ std::string failure_report(uint64_t seed, Check c, const Program& original, cons
 void fuzz(uint64_t seed_base, int64_t count, const GenOptions& options, Stats& stats, size_t max_reports) {
   stats.op_counts.resize(static_cast<size_t>(Op::kCount));
   for (int64_t i = 0; i < count; ++i) {
+    if (count >= 20000 && i > 0 && i % 10000 == 0)  // long runs: a sign of life on stderr
+      std::cerr << "fuzz: " << i << " programs, " << stats.failures.size() << " failure(s) reported" << std::endl;
     uint64_t seed = seed_base + static_cast<uint64_t>(i);
     ++stats.programs;
     Program p;
@@ -120,7 +123,7 @@ void fuzz(uint64_t seed_base, int64_t count, const GenOptions& options, Stats& s
       Check c = static_cast<Check>(k);
       uint64_t check_seed = seed * 17 + k;
       Outcome o = run_check(c, p, xs, check_seed);
-      stats.worst_ratio[k] = std::max(stats.worst_ratio[k], o.error_ratio);
+      if (o.error_ratio > stats.worst_ratio[k]) stats.worst_ratio[k] = o.error_ratio, stats.worst_seed[k] = seed;
       if (c == Check::EagerJit) stats.worst_ulps = std::max(stats.worst_ulps, o.ulps);
       if (o.kind == Outcome::Passed) ++stats.passed[k];
       if (o.kind == Outcome::Skipped) ++stats.skipped[k];
@@ -143,7 +146,7 @@ std::string summary(const Stats& stats) {
     os << "  " << std::left << std::setw(30) << check_name(static_cast<Check>(k)) << std::right << " passed "
        << std::setw(7) << stats.passed[k] << "  skipped " << std::setw(6) << stats.skipped[k] << "  failed "
        << std::setw(4) << stats.failed[k] << "  worst error/tolerance " << std::setprecision(3)
-       << stats.worst_ratio[k] << '\n';
+       << stats.worst_ratio[k] << " (seed " << stats.worst_seed[k] << ")\n";
   os << "  eager vs jit: largest distance " << stats.worst_ulps
      << " ulps (of the element, or of the result's largest element where it is smaller; f32 ulps"
      << " when the program computes in f32)\n  ops generated:";
