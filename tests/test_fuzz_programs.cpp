@@ -35,10 +35,14 @@
 //   counters, random keys, linalg decompositions other than a well-conditioned solve, and
 //   special values (inf, NaN, -0.0, overflow: issue 36's eager-vs-jit bit-equality test covers
 //   them; here every op stays on a domain where it is finite and smooth, e.g. log(1 + x^2)).
-// - softmax / log_softmax over a size-1 axis (cumsum is generated there instead): log_softmax
-//   of it is exactly 0, and norm at exactly 0 is not differentiable; worse, its second
-//   derivative there is NaN in reverse mode but finite in forward mode (found by this fuzzer,
-//   reported: jacrev(jacrev(norm))(0) is NaN, jacfwd(jacfwd(norm))(0) the identity).
+// - Switch `norm_at_exact_zero` (off; found by this fuzzer): norm's second derivative at exactly
+//   0 is NaN in reverse mode but finite in forward mode (jacrev(jacrev(norm))(0) is NaN,
+//   jacfwd(jacfwd(norm))(0) the identity), so jacfwd != jacrev and <w, J v> != <J^T w, v> where
+//   an exact cancellation upstream (x + (-x), two inputs of a sub-program aliasing one value)
+//   reaches a norm. Off: the norm node computes norm(a + c), c a random nonzero constant. Turn it
+//   on once norm's jvp rule guards its sqrt against 0 (the "double where" of JAX's FAQ).
+// - softmax / log_softmax over a size-1 axis (cumsum is generated there instead): constant
+//   results (exactly 1 and 0) that only feed exact ties and zeros into what follows.
 // - Size-0 dimensions: not generated. max/min/take of an empty axis are errors and mean of one
 //   is NaN by definition, so the value checks cannot compare them (issue 36 item 5 tests empty
 //   tensors on their own).
@@ -86,6 +90,7 @@ fz::GenOptions options_from_env() {
   for (std::string name; std::getline(ss, name, ',');) {
     if (name == "reverse_through_loop_bodies_with_control_flow") o.switches.reverse_through_loop_bodies_with_control_flow = true;
     else if (name == "reverse_through_branches_with_control_flow") o.switches.reverse_through_branches_with_control_flow = true;
+    else if (name == "norm_at_exact_zero") o.switches.norm_at_exact_zero = true;
     else if (!name.empty()) FAIL("FLUXION_FUZZ_ENABLE: unknown switch '" << name << "'");
   }
   return o;

@@ -111,6 +111,7 @@ AbstractValue Generator::aval_of_node(const Scope& s, const Node& nd) {
 int Generator::add(Scope& s, Node nd, Info info) {
   nd.aval = aval_of_node(s, nd);
   if (elements(nd.aval.shape) > kMaxElements) return -1;
+  info.token = fresh_token();
   s.p->nodes.push_back(std::move(nd));
   s.info.push_back(info);
   return bounded(s, s.p->num_values() - 1, kBoundLimit);
@@ -271,10 +272,11 @@ int Generator::binary(Scope& s) {
     return add(s, nd, Info{bound, ia.repeats || nd.op == Op::Maximum || nd.op == Op::Minimum});
   }
   Shape as = s.p->aval_of(a).shape, out;
-  // a - a is exactly zero (norms and maxima of it are not differentiable).
+  // a - a is exactly zero (norms and maxima of it are not differentiable), also where a
+  // sub-program's two inputs are one value of the enclosing program.
   int b = pick(s, [&](int j) {
     return broadcast(as, s.p->aval_of(j).shape, out) && elements(out) <= kMaxElements &&
-           !(j == a && nd.op == Op::Sub);
+           !(nd.op == Op::Sub && s.info[static_cast<size_t>(j)].token == ia.token);
   });
   if (b < 0) return -1;
   Info ib = s.info[static_cast<size_t>(b)];
@@ -339,7 +341,8 @@ int Generator::reduction(Scope& s) {
     if (nd.ints.empty()) k = static_cast<double>(elements(av.shape));
   }
   nd.flag = chance(0.3);
-  double b = in.bound, bound = b;
+  if (nd.op == Op::Norm && !opt_.switches.norm_at_exact_zero) nd.x = real(0.1, 1) * (chance(0.5) ? 1 : -1);
+  double b = in.bound + std::fabs(nd.x), bound = b;
   switch (nd.op) {
     case Op::Sum: bound = b * k; break;
     case Op::Prod: bound = std::pow(std::max(b, 1.0), k); break;

@@ -146,7 +146,9 @@ int Generator::loop(Scope& s) {
     if (xs < 0) return -1;
     nd.args = {c, xs};
     avals = {cv, without_leading(s.p->aval_of(xs))};
-    infos = {Info{limit, ic.repeats}, s.info[static_cast<size_t>(xs)]};
+    Info slice = s.info[static_cast<size_t>(xs)];
+    slice.token = fresh_token();
+    infos = {Info{limit, ic.repeats, ic.token}, slice};  // the carry starts as c
   } else {
     nd.op = which == 1 ? Op::ForiLoop : Op::WhileLoop;
     nd.args = {c};
@@ -161,7 +163,7 @@ int Generator::loop(Scope& s) {
       nd.ints = {bounded ? uniform(std::max<int>(0, static_cast<int>(trips) - 1), static_cast<int>(trips) + 2) : -1};
     }
     avals = {AbstractValue{Shape{}, cv.dtype}, cv};
-    infos = {Info{6, false}, Info{limit, ic.repeats}};
+    infos = {Info{6, false, fresh_token()}, Info{limit, ic.repeats, ic.token}};
   }
   for (int k : closed) avals.push_back(s.p->aval_of(k)), infos.push_back(s.info[static_cast<size_t>(k)]);
   nd.args.insert(nd.args.end(), closed.begin(), closed.end());
@@ -208,7 +210,7 @@ int Generator::inner_transform(Scope& s) {
     avals.push_back(s.p->aval_of(nd.args[i]));
     infos.push_back(s.info[static_cast<size_t>(nd.args[i])]);
   }
-  if (nd.op == Op::VmapOf) avals[0] = without_leading(avals[0]);
+  if (nd.op == Op::VmapOf) avals[0] = without_leading(avals[0]), infos[0].token = fresh_token();
   AbstractValue scalar_target{Shape{}, av.dtype};
   std::vector<Info> outs;
   nd.subs.push_back(sub_program(s, nd.op, avals, infos, -1, {nd.op == Op::GradOf ? &scalar_target : nullptr}, 0, outs));
@@ -246,7 +248,7 @@ Program Generator::top() {
   }
   Scope s;
   s.p = &p;
-  s.info.assign(p.inputs.size(), Info{2, false});
+  for (size_t i = 0; i < p.inputs.size(); ++i) s.info.push_back(Info{2, false, fresh_token()});
   int last = fill(s, uniform(1, opt_.max_nodes));
   // Values nothing uses join the result (last + sum(v)), so that no generated node is dead code.
   std::vector<bool> used(static_cast<size_t>(p.num_values()), false);

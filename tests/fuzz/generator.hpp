@@ -13,6 +13,7 @@ namespace fluxion::fuzz {
 struct Info {
   double bound = 2;    // |value| <= bound (conservative), so that exp and loops stay finite
   bool repeats = false;  // may hold equal elements (broadcast, pad, take...): no max/min reductions
+  uint64_t token = 0;    // equal tokens: the same value (a sub-program's input aliases its parent's)
 };
 
 /// Values past this bound are squashed (tanh(x) * 2) before anything else uses them.
@@ -41,6 +42,7 @@ class Generator {
   double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
   bool chance(double p) { return real(0, 1) < p; }
   uint64_t next_seed() { return rng_(); }
+  uint64_t fresh_token() { return ++tokens_; }
   /// A value id of `s`, preferring recent ones, among those satisfying `ok` (-1 if none).
   int pick(const Scope& s, const std::function<bool(int)>& ok);
   /// A fixed tensor of `aval` with values uniform in [lo, hi) (bool: coin flips, ints rounded).
@@ -88,6 +90,7 @@ class Generator {
 
   std::mt19937_64 rng_;
   GenOptions opt_;
+  uint64_t tokens_ = 0;
 };
 
 }  // namespace fluxion::fuzz

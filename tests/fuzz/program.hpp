@@ -83,6 +83,11 @@ struct Switches {
   /// checkpoint or a jit-ed call throws the same "transpose in ... not linear" error, or asks for
   /// the max_steps a while_loop has. Off: such programs are checked in forward mode only.
   bool reverse_through_branches_with_control_flow = false;
+  /// Found by this fuzzer: norm's second derivative at exactly 0 is NaN in reverse mode
+  /// (jacrev(jacrev(norm))(0)) but finite in forward mode. Off: the fuzzer's norm node is
+  /// norm(a + c) with a random c != 0, so that an exact cancellation upstream (x + (-x), two
+  /// inputs of a sub-program aliasing one value) never puts norm at exactly 0.
+  bool norm_at_exact_zero = false;
 };
 
 /// Generator settings: `max_nodes` top-level nodes, nesting of sub-programs up to `max_depth`.
