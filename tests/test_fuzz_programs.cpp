@@ -2,8 +2,9 @@
 // of the public ops and transforms (tests/fuzz/), each checked for
 //   eager = jit (and the cached plan's second call = its first), vmap = a loop over examples
 //   (vmap(f), vmap(jit(f)), jit(vmap(f)), mapped and unmapped inputs, in/out axes 0 and -1),
-//   jvp = fourth-order central finite differences (f64), <w, J v> = <J^T w, v>, jacfwd = jacrev,
-//   grad(jit(f)) = jit(grad(f)) = grad(f).
+//   jvp = fourth-order central finite differences (f64), <w, J v> = <J^T w, v> (vjp against
+//   jvp) and linearize = jvp, jacfwd = jacrev, grad(jit(f)) = jit(grad(f)) = grad(f); the Jaxprs
+//   of f, vmap(f) and grad(f) typecheck.
 // A failure prints the seed, the program shrunk while it still fails (readable form and Jaxpr),
 // the inputs and both results.
 //

@@ -116,7 +116,9 @@ double dot(const Values& a, const Values& b, double* magnitude) {
 }
 
 // Tolerances of the value checks (eager = jit, vmap = loop) and of the derivative checks.
-Tol value_tol(const Program& p) { return p.has_f32 ? Tol{2e-5, 1e-6, f32} : Tol{1e-12, 1e-13, f64}; }
+// f32: about 340 ulps of the largest element (the worst of 100,000 programs was 164, a batched
+// f32 jvp of gram products that cancel); f64: about 4500 ulps.
+Tol value_tol(const Program& p) { return p.has_f32 ? Tol{4e-5, 4e-6, f32} : Tol{1e-12, 1e-13, f64}; }
 Tol derivative_tol(const Program& p) { return p.has_f32 ? Tol{2e-3, 1e-4, f32} : Tol{1e-9, 1e-11, f64}; }
 
 // Sets the predicate log for the duration of a scope.
