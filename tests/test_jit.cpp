@@ -12,6 +12,7 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "alloc_count.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
 #include "transforms/executor.hpp"
@@ -20,26 +21,7 @@ namespace fx = fluxion;
 using fluxion::testing::compare_tensors;
 using fluxion::testing::message_of;
 using fluxion::testing::random_tensor;
-
-// Heap allocations counted while `counting` is set (the steady-state test).
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-}  // namespace
-void* operator new(std::size_t n) {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-// The nothrow forms too (std::stable_sort's buffer): under AddressSanitizer they are its own, and
-// their blocks would come back through the free() below, which it reports as a mismatch.
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+using alloc_count::steady_allocations;
 
 namespace {
 double val(const fx::Tensor& t) { return t.item<double>(); }
@@ -283,12 +265,13 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
     // Members are reordered so a value's only reader runs right after it: W1's gradient reads
     // exp(-x^2) once, in x * exp(-x^2), so that product moves up (`mul# x0` right after `exp`;
     // keeping the group's order stores the exp and the sum before it, 3 instructions more).
-    // Multiplies are not contracted with the adds after them (eager rounds both).
+    // Multiplies are not contracted with the adds after them (eager rounds both); -(x x) is one
+    // negated product (nmul: the same bits).
     auto w1 = [](const fx::Tensor& x) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x))); };
     fx::Tensor x = random_tensor({4099}, fx::f32, 44);
     auto exe = fx::compile_jaxpr(fx::make_jaxpr(fx::grad(w1))(x), fx::Device::cpu());
     const std::string plan = exe->describe();
-    CHECK_MESSAGE(plan.find("register program of 16 instructions]\n  load x0; mul acc; neg; exp; mul# x0; store s0; "
+    CHECK_MESSAGE(plan.find("register program of 15 instructions]\n  load x0; nmul acc; exp; mul# x0; store s0; "
                             "load x0; tanh; store s1; mul acc; sub# c; mul# x0; add# s1; sub s0; sub s0; store x1;\n") !=
                       std::string::npos,
                   plan);
@@ -734,33 +717,12 @@ TEST_CASE("jit: steady-state calls of jit(grad(f)) allocate nothing") {
   auto f = [](const fx::Tensor& x, const fx::Tensor& y) { return fx::sin(x) * y + x * x / y; };
   auto g = fx::jit(fx::grad(f, fx::argnums<0, 1>));
   fx::Tensor x = fx::scalar(0.5), y = fx::scalar(1.5);
-  for (int i = 0; i < 3; ++i) g(x, y);  // trace, compile, warm the output buffers
-  allocations = 0;
-  counting = true;
-  for (int i = 0; i < 100; ++i) {
-    auto r = g(x, y);
-    (void)r;
-  }
-  counting = false;
-  CHECK(allocations.load() == 0);
+  CHECK(steady_allocations([&] { return g(x, y); }, 100) == 0);
   auto [dx, dy] = g(x, y);
   CHECK(val(dx) == doctest::Approx(std::cos(0.5) * 1.5 + 2 * 0.5 / 1.5));
   CHECK(val(dy) == doctest::Approx(std::sin(0.5) - 0.25 / (1.5 * 1.5)));
 }
 
-namespace {
-/// Heap allocations (operator new) made by `calls` steady-state calls of `run` after three
-/// warm-up calls (trace, compile, the output buffers).
-template <class Run>
-long steady_allocations(const Run& run, int calls = 50) {
-  for (int i = 0; i < 3; ++i) run();
-  allocations = 0;
-  counting = true;
-  for (int i = 0; i < calls; ++i) run();
-  counting = false;
-  return allocations.load();
-}
-}  // namespace
 
 TEST_CASE("jit: movement kernels (slice, pad, transpose, concatenate, broadcasts) allocate nothing per call") {
   // Their strides and box dims live in cpu::SmallVector: bench W7's Rosenbrock Hessians made 32-37

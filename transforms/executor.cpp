@@ -593,9 +593,9 @@ void compile_tile_program(Step& step) {
       st.finish();
       program.push_back(st);
     }
-    // No cpu::contract_multiply_adds: eager evaluation rounds a product before the add reading it
-    // and a fused multiply-add does not (x y + z with x y overflowing and z = -inf: fused -inf,
-    // eager NaN; in range they differ in the last bit). jit computes eager's values.
+    // Only -(a b) is contracted (same bits as mul then neg); a product and the add reading it stay
+    // two roundings, as in eager evaluation (see contract_negated_products).
+    cpu::contract_negated_products(program);
     return slots <= max_slots;
   };
   std::vector<int> group_order(static_cast<size_t>(count));

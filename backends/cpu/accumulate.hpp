@@ -24,6 +24,16 @@ inline constexpr int64_t kBlock = 4096;
 /// Rows of a column reduction added sequentially before row blocks are combined pairwise.
 inline constexpr int64_t kRowBlock = 128;
 
+/// The value an accumulation starts from: Op's identity, but -0 for a sum (IEEE addition's
+/// identity: -0 + x is x for every x, -0 included), so that a sum of -0 values is -0, as when
+/// the elements are added to each other (and as jit's fused sums give). A reduction of zero
+/// elements is Op::identity instead (+0 for a sum, numpy's result): reduction.hpp fills it.
+template <class Op>
+double start() {
+  const double identity = Op::template identity<double>();
+  return identity == 0.0 ? -0.0 : identity;
+}
+
 /// The Op-reduction of p[0, n) from `init` in L double lanes combined pairwise at the end: the
 /// inner loop is L / (packet size) independent chains of vector converts and adds.
 template <class Op, int L, class T>
@@ -44,7 +54,7 @@ double lanes(const T* p, int64_t n, double init) {
 /// (rows of a few elements) take two chains.
 template <class Op, class T>
 double pairwise(const T* p, int64_t n) {
-  const double init = Op::template identity<double>();
+  const double init = start<Op>();
   if (n < 16) {
     double s0 = init, s1 = init;
     int64_t i = 0;

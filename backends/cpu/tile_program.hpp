@@ -41,7 +41,7 @@ constexpr int64_t tile_elements() {
 /// (its base pointer bases[index], read at the tile's offset), a scratch tile (slot `index`), one
 /// value broadcast over the tile (`scalar`: a literal, or bases[index] when `literal` is null), or
 /// the accumulator itself. A negated product (`nmul`, made from a mul followed by a neg, see
-/// contract_multiply_adds) computes -(acc * operand) as one multiply-add. `code` (tile_code, set
+/// contract_negated_products) computes -(acc * operand) as one multiply-add. `code` (tile_code, set
 /// by finish()) is what the interpreter dispatches on: one indirect jump per instruction.
 struct TileInstr {
   enum Kind : uint8_t { load, unary, binary, store, sum, nmul } kind = load;
@@ -143,7 +143,7 @@ inline void flush_sums(T* partial, double* sums, int n) {
   constexpr int64_t S = ei::packet_traits<T>::size;
   for (int64_t l = 0; l < n * S; ++l) {
     sums[l] += static_cast<double>(partial[l]);
-    partial[l] = T(0);
+    partial[l] = T(-0.0);
   }
 }
 }  // namespace tile_detail
@@ -184,7 +184,7 @@ inline std::string describe(const TileInstr& in) {
 /// before the addition, and the fused program must give eager's bits (an overflowing product
 /// plus -inf is NaN eagerly, -inf through an FMA; with finite values the last bit differs). The
 /// library is compiled with -ffp-contract=off for the same reason (CMakeLists.txt).
-inline void contract_multiply_adds(std::vector<TileInstr>& program, bool /*f64*/) {
+inline void contract_negated_products(std::vector<TileInstr>& program) {
   std::vector<TileInstr> out;
   out.reserve(program.size());
   for (size_t i = 0; i < program.size(); ++i) {
@@ -229,7 +229,7 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   int n_sums = 0;
   for (int i = 0; i < count; ++i) n_sums += program[i].kind == TileInstr::sum;
   alignas(64) T partial[kMaxTileSums * S];
-  std::fill(partial, partial + n_sums * S, T(0));
+  std::fill(partial, partial + n_sums * S, T(-0.0));  // IEEE addition's identity, as eager sums
   // Each handler: a label (threaded) or case (switch) for its code, its body, then FLUXION_TILE_NEXT.
 #if FLUXION_TILE_THREADED
 #define FLUXION_TILE_HANDLER(name, code) name:
