@@ -332,7 +332,9 @@ Tensor sign(const Tensor& x) { return x.dtype() == boolean ? x : lax::sign(x); }
 // Integers (and bool) are already integral: floor, ceil and round return them unchanged.
 Tensor floor(const Tensor& x) { return is_floating(x.dtype()) ? lax::floor(x) : x; }
 Tensor ceil(const Tensor& x) { return is_floating(x.dtype()) ? lax::ceil(x) : x; }
-Tensor round(const Tensor& x) { return is_floating(x.dtype()) ? lax::round(x) : x; }
+Tensor round(const Tensor& x) {
+  return is_floating(x.dtype()) ? lax::round(x, lax::RoundingMethod::to_nearest_even) : x;
+}
 Tensor square(const Tensor& x) { return multiply(x, x); }
 
 Tensor pow(const Tensor& x, const Tensor& y) {

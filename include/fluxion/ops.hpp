@@ -101,6 +101,7 @@ Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);
+/// Rounds halves to the even neighbour, like numpy and jnp.round (lax::round rounds them away from zero).
 Tensor round(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor pow(const Tensor& x, const Tensor& y);
