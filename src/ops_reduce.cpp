@@ -183,15 +183,20 @@ Tensor log_softmax(const Tensor& x, int64_t axis) {
   return shifted - ops_reduce_detail::unreduce(log(sum(exp(shifted), a)), xf.shape(), a);
 }
 
-// At x = 0 the derivative x/|x| is 0/0; the rule uses the subgradient 0 there (first order).
+// At x = 0 the derivative x/|x| is 0/0; the rule uses the subgradient 0 there (first order). The
+// denominator's sqrt reads 1 where the sum of squares is 0, so that the rule's own derivative (second
+// order) is finite there too, in forward and reverse mode alike (sqrt'(0) is infinite, and inf * 0
+// would be NaN whichever branch the select keeps).
 Tensor norm(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   Tensor xf = ops_reduce_detail::to_inexact(x);
   std::vector<int64_t> ax = ops_reduce_detail::reduction_axes("norm", axes, x.ndim());
   auto plain = [ax](const Tensor& v) { return sqrt(sum(v * v, ax)); };
-  auto f = custom_jvp(plain, [ax, plain](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
+  auto f = custom_jvp(plain, [ax](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
     const Tensor& v = std::get<0>(p);
-    Tensor n = plain(v);
-    return std::pair<Tensor, Tensor>{n, sum(v * std::get<0>(t), ax) / where(n == 0.0, 1.0, n)};
+    Tensor squares = sum(v * v, ax);
+    Tensor zero = squares == 0.0;
+    Tensor denominator = sqrt(where(zero, 1.0, squares));
+    return std::pair<Tensor, Tensor>{sqrt(squares), sum(v * std::get<0>(t), ax) / denominator};
   });
   Tensor out = f(xf);
   return keepdims && !ax.empty() ? lax::expand_dims(out, ax) : out;
