@@ -235,6 +235,11 @@ std::vector<AbstractValue> avals_of(const std::vector<Tensor>& ts) {
   return a;
 }
 
+void structure_mismatch(const char* op, const char* what) {
+  detail::fail<ShapeError>(op, what, " (container sizes, map keys or static leaves such as ints differ). ",
+                           "Return the same structure every time; pass values that change as Tensors.");
+}
+
 Tensor predicate_index(const char* op, const Tensor& pred) {
   if (pred.ndim() != 0)
     detail::fail<ShapeError>(op, "the predicate must be a scalar, got ", pred.aval(),

@@ -65,7 +65,8 @@ std::string compare_tensors(const Tensor& got, const Tensor& want, double* worst
     if (g[i] == w[i]) continue;
     double err = std::fabs(g[i] - w[i]);
     if (worst_rel) *worst_rel = std::max(*worst_rel, err / std::max(std::fabs(w[i]), 1e-300));
-    if (!(err <= atol + rtol * std::fabs(w[i]))) {
+    // An infinity equals only itself (the relative tolerance of an infinite value is infinite).
+    if (std::isinf(g[i]) || std::isinf(w[i]) || !(err <= atol + rtol * std::fabs(w[i]))) {
       os.precision(17);
       os << "element " << i << ": got " << g[i] << ", want " << w[i];
       return os.str();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "samples.hpp"
+#include "test_util.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
@@ -279,4 +280,38 @@ TEST_CASE("scan: gradients through 0, 1 and 3 steps match finite differences") {
       CHECK(std::fabs(g.to_vector<double>()[static_cast<size_t>(i)] - fd) <= 1e-7 + 1e-6 * std::fabs(fd));
     }
   }
+}
+
+TEST_CASE("control flow: static leaves of a branch's or loop carry's pytree must not change") {
+  using P = std::pair<Tensor, int>;
+  const Tensor one = fx::scalar(1.0);
+  // Equal static leaves pass through, from whichever branch runs.
+  P same = fx::cond(fx::scalar(true), [](const Tensor& v) { return P{v * 2.0, 7}; },
+                    [](const Tensor& v) { return P{v, 7}; }, one);
+  CHECK(same.second == 7);
+  CHECK(num(same.first) == 2.0);
+  // Different ones are refused (before: the first traced branch's value came back for either).
+  auto branches = [&] {
+    return fx::cond(fx::scalar(true), [](const Tensor& v) { return P{v, 1}; }, [](const Tensor& v) { return P{v, 2}; },
+                    one);
+  };
+  CHECK(fx::testing::message_of<fx::ShapeError>(branches).find("[cond] the branches return pytrees of different "
+                                                              "structures") != std::string::npos);
+  std::vector<std::function<P(const Tensor&)>> fns{[](const Tensor& v) { return P{v, 1}; },
+                                                   [](const Tensor& v) { return P{v, 2}; }};
+  CHECK(fx::testing::message_of<fx::ShapeError>([&] { fx::switch_(fx::scalar<int32_t>(1), fns, one); })
+            .find("[switch_]") != std::string::npos);
+  // A loop carry's static leaf is part of its structure (before: the body's change was dropped).
+  auto counting = [&] {
+    return fx::while_loop([](const P& c) { return c.first < 3.0; },
+                          [](const P& c) { return P{c.first + 1.0, c.second + 1}; }, P{one, 0});
+  };
+  CHECK(fx::testing::message_of<fx::ShapeError>(counting).find("[while_loop] body_fn returns a carry whose structure "
+                                                               "differs from init's") != std::string::npos);
+  auto scanning = [&] {
+    return fx::scan([](const P& c, const Tensor& x) { return std::make_pair(P{c.first + x, c.second + 1}, x); },
+                    P{one, 0}, fx::ones({3}));
+  };
+  CHECK(fx::testing::message_of<fx::ShapeError>(scanning).find("[scan] f returns a carry") != std::string::npos);
+  CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
 }

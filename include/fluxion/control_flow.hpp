@@ -137,15 +137,22 @@ T rebuild_tree(const T& structure, const std::vector<Tensor>& leaves, size_t& po
   return out;
 }
 
+/// Throws ShapeError for `op` when two results of a traced function (branches, a loop's carry in
+/// and out) hold different static leaves or container sizes: the rebuilt output could take only
+/// one of them (JAX's treedef check).
+void structure_mismatch(const char* op, const char* what);
+
 template <class Out, class F, class... Ops>
-FlatFn branch_fn(F f, std::shared_ptr<std::optional<Out>> out_structure, std::tuple<Ops...> ops) {
-  return [f, out_structure, ops](const std::vector<Tensor>& leaves) {
+FlatFn branch_fn(const char* op, F f, std::shared_ptr<std::optional<Out>> out_structure, std::tuple<Ops...> ops) {
+  return [op, f, out_structure, ops](const std::vector<Tensor>& leaves) {
     size_t pos = 0;
     auto rebuilt = std::apply([&](const auto&... o) {
       return std::tuple<Ops...>{rebuild_tree(o, leaves, pos)...};
     }, ops);
     Out out = std::apply(f, rebuilt);
     if (!*out_structure) *out_structure = out;
+    else if (!PyTree<Out>::same_structure(**out_structure, out))
+      structure_mismatch(op, "the branches return pytrees of different structures");
     return tree_leaves(out);
   };
 }
@@ -170,8 +177,8 @@ auto cond(const Tensor& pred, T true_fn, F false_fn, const Ops&... operands) {
   std::vector<Tensor> leaves;
   (PyTree<Ops>::flatten(operands, leaves), ...);
   // Branch 0 is taken for index 0 (false), branch 1 for index 1 (true).
-  std::vector<control_flow_detail::FlatFn> branches{control_flow_detail::branch_fn<Out>(false_fn, structure, ops),
-                                                    control_flow_detail::branch_fn<Out>(true_fn, structure, ops)};
+  std::vector<control_flow_detail::FlatFn> branches{control_flow_detail::branch_fn<Out>("cond", false_fn, structure, ops),
+                                                    control_flow_detail::branch_fn<Out>("cond", true_fn, structure, ops)};
   std::vector<Tensor> outs = control_flow_detail::cond_flat(
       "cond", control_flow_detail::predicate_index("cond", pred), branches, leaves);
   auto it = outs.cbegin();
@@ -187,7 +194,7 @@ auto switch_(const Tensor& index, const std::vector<F>& branches, const Ops&... 
   std::vector<Tensor> leaves;
   (PyTree<Ops>::flatten(operands, leaves), ...);
   std::vector<control_flow_detail::FlatFn> flat;
-  for (const F& b : branches) flat.push_back(control_flow_detail::branch_fn<Out>(b, structure, ops));
+  for (const F& b : branches) flat.push_back(control_flow_detail::branch_fn<Out>("switch_", b, structure, ops));
   std::vector<Tensor> outs = control_flow_detail::cond_flat("switch_", index, flat, leaves);
   auto it = outs.cbegin();
   return PyTree<Out>::rebuild(**structure, it);
@@ -210,7 +217,10 @@ T while_loop(C cond_fn, B body_fn, const T& init, MaxSteps steps = {}) {
   };
   control_flow_detail::FlatFn b = [body_fn, init](const std::vector<Tensor>& leaves) {
     size_t pos = 0;
-    return tree_leaves(body_fn(control_flow_detail::rebuild_tree(init, leaves, pos)));
+    T next = body_fn(control_flow_detail::rebuild_tree(init, leaves, pos));
+    if (!PyTree<T>::same_structure(init, next))
+      control_flow_detail::structure_mismatch("while_loop", "body_fn returns a carry whose structure differs from init's");
+    return tree_leaves(next);
   };
   std::vector<Tensor> outs = control_flow_detail::while_flat(c, b, tree_leaves(init), steps.n);
   auto it = outs.cbegin();
@@ -232,6 +242,8 @@ auto scan(F f, const C& init, const X& xs, std::optional<Reverse> rev = std::nul
     C c = control_flow_detail::rebuild_tree(init, leaves, pos);
     X x = control_flow_detail::rebuild_tree(xs, leaves, pos);
     R r = f(c, x);
+    if (!PyTree<C>::same_structure(init, r.first))
+      control_flow_detail::structure_mismatch("scan", "f returns a carry whose structure differs from init's");
     if (!*ys_structure) *ys_structure = r.second;
     std::vector<Tensor> out = tree_leaves(r.first);
     PyTree<Y>::flatten(r.second, out);
