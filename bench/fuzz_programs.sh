@@ -3,7 +3,6 @@
 # programs by default, from a seed range disjoint from CI's (CI runs seeds 28..2027).
 #   bash bench/fuzz_programs.sh [programs] [first seed]
 #   JOBS=2 bash bench/fuzz_programs.sh            # contiguous seed ranges side by side
-#   FLUXION_FUZZ_ENABLE=reverse_through_loop_bodies_with_control_flow bash bench/fuzz_programs.sh
 # Uses $BUILD_DIR (default build/), building test_fuzz_programs there if needed. Logs go to
 # $BUILD_DIR/fuzz_programs.<n>.log; each failure is reported there shrunk, with its seed.
 # Exit status: 0 when every program passed every check.

@@ -10,23 +10,10 @@
 //
 // Environment: FLUXION_FUZZ_PROGRAMS (default 2,000; 200 in sanitizer / unoptimised builds),
 // FLUXION_FUZZ_SEED (first program's seed, default 28), FLUXION_FUZZ_REPORTS (failures reported
-// in full, default 3), FLUXION_FUZZ_ENABLE (comma-separated switches to turn on, see below).
+// in full, default 3).
 // bench/fuzz_programs.sh runs the long mode (100,000 programs).
 //
 // What the generator leaves out, and why:
-// - Switch `reverse_through_loop_bodies_with_control_flow` (off; issue 28 defect 1): programs
-//   whose scan / fori_loop / while_loop body holds cond, switch_, scan, fori_loop, while_loop,
-//   checkpoint or a jit-ed call are generated, but checked in forward mode only (eager = jit,
-//   vmap = loop, jvp = finite differences): reverse mode through them throws "transpose in ...
-//   not linear". Turn it on (FLUXION_FUZZ_ENABLE=reverse_through_loop_bodies_with_control_flow,
-//   then in fuzz/program.hpp) once defect 1 is fixed.
-// - Switch `reverse_through_branches_with_control_flow` (off; the same defect with cond outside,
-//   found by this fuzzer): jit(grad(f)), vmap(grad(f)) and jit(hessian(f)) throw when a cond /
-//   switch_ branch holds cond, switch_, scan, fori_loop, while_loop (max_steps included),
-//   checkpoint or a jit-ed call whose residuals are needed; such programs are checked in forward
-//   mode only. Turn it on with defect 1's fix.
-// - Inside grad_of (grad applied within the program) the constructs above are not generated at
-//   all while their switch is off, nor are the forward-only ones below (the inner grad would throw).
 // - Forward mode only by nature: while_loop without max_steps and fori_loop with Tensor bounds
 //   (reverse mode needs fx::max_steps; a documented limitation, not a bug).
 // - Not generated: ops that are not differentiable where finite differences would probe them
@@ -36,12 +23,6 @@
 //   counters, random keys, linalg decompositions other than a well-conditioned solve, and
 //   special values (inf, NaN, -0.0, overflow: issue 36's eager-vs-jit bit-equality test covers
 //   them; here every op stays on a domain where it is finite and smooth, e.g. log(1 + x^2)).
-// - Switch `norm_at_exact_zero` (off; found by this fuzzer): norm's second derivative at exactly
-//   0 is NaN in reverse mode but finite in forward mode (jacrev(jacrev(norm))(0) is NaN,
-//   jacfwd(jacfwd(norm))(0) the identity), so jacfwd != jacrev and <w, J v> != <J^T w, v> where
-//   an exact cancellation upstream (x + (-x), two inputs of a sub-program aliasing one value)
-//   reaches a norm. Off: the norm node computes norm(a + c), c a random nonzero constant. Turn it
-//   on once norm's jvp rule guards its sqrt against 0 (the "double where" of JAX's FAQ).
 // - softmax / log_softmax over a size-1 axis (cumsum is generated there instead): constant
 //   results (exactly 1 and 0) that only feed exact ties and zeros into what follows.
 // - Size-0 dimensions: not generated. max/min/take of an empty axis are errors and mean of one
@@ -56,7 +37,6 @@
 
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "fuzz/checks.hpp"
@@ -83,20 +63,6 @@ int64_t env_int(const char* name, int64_t fallback) {
   return v && *v ? std::strtoll(v, nullptr, 10) : fallback;
 }
 
-fz::GenOptions options_from_env() {
-  fz::GenOptions o;
-  const char* v = std::getenv("FLUXION_FUZZ_ENABLE");
-  std::string on = v ? v : "";
-  std::stringstream ss(on);
-  for (std::string name; std::getline(ss, name, ',');) {
-    if (name == "reverse_through_loop_bodies_with_control_flow") o.switches.reverse_through_loop_bodies_with_control_flow = true;
-    else if (name == "reverse_through_branches_with_control_flow") o.switches.reverse_through_branches_with_control_flow = true;
-    else if (name == "norm_at_exact_zero") o.switches.norm_at_exact_zero = true;
-    else if (!name.empty()) FAIL("FLUXION_FUZZ_ENABLE: unknown switch '" << name << "'");
-  }
-  return o;
-}
-
 // Restores the planted bug's switch at the end of a scope.
 struct PlantedBug {
   PlantedBug() { fz::set_planted_bug(true); }
@@ -108,7 +74,7 @@ struct PlantedBug {
 TEST_CASE("fuzz: random programs agree eager/jit, vmap/loop, jvp/finite differences, jvp/vjp, jacfwd/jacrev, grad/jit") {
   int64_t programs = env_int("FLUXION_FUZZ_PROGRAMS", kDefaultPrograms);
   uint64_t seed = static_cast<uint64_t>(env_int("FLUXION_FUZZ_SEED", 28));
-  fz::GenOptions options = options_from_env();
+  fz::GenOptions options;
   fz::Stats stats;
   fz::fuzz(seed, programs, options, stats, static_cast<size_t>(env_int("FLUXION_FUZZ_REPORTS", 3)));
   std::cout << "fuzz: seeds " << seed << ".." << seed + static_cast<uint64_t>(programs) - 1 << '\n'
@@ -150,7 +116,7 @@ TEST_CASE("fuzz: a wrong custom_jvp rule is caught by finite differences and shr
     fz::Outcome o = fz::run_check(fz::Check::JvpFiniteDifferences, p, xs, seed);
     if (o.kind != fz::Outcome::Failed) continue;  // the rule's output may not reach the result
     ++found;
-    fz::Program small = fz::shrink(p, {}, [&](const fz::Program& q) {
+    fz::Program small = fz::shrink(p, [&](const fz::Program& q) {
       return fz::run_check(fz::Check::JvpFiniteDifferences, q, xs, seed).kind == fz::Outcome::Failed;
     });
     std::vector<int64_t> small_counts;

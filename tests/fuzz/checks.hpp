@@ -53,7 +53,7 @@ void fuzz(uint64_t seed_base, int64_t count, const GenOptions& options, Stats& s
 
 /// `p` made as small as possible while `still_fails(candidate)` holds: drops nodes, replaces a
 /// node by one of its arguments of the same type, picks earlier outputs, recursively in bodies.
-Program shrink(const Program& p, const Switches& switches, const std::function<bool(const Program&)>& still_fails);
+Program shrink(const Program& p, const std::function<bool(const Program&)>& still_fails);
 
 /// A failure's report: seed, check, the shrunk program, its Jaxpr, inputs and both results.
 std::string failure_report(uint64_t seed, Check c, const Program& original, const Program& shrunk,

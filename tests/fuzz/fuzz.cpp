@@ -64,7 +64,7 @@ std::string jaxpr_of(const Program& p, const std::vector<Tensor>& xs) {
 
 }  // namespace
 
-Program shrink(const Program& p, const Switches& switches, const std::function<bool(const Program&)>& still_fails) {
+Program shrink(const Program& p, const std::function<bool(const Program&)>& still_fails) {
   Program best = p;
   int budget = 400;  // checks run while shrinking
   for (bool progress = true; progress && budget > 0;) {
@@ -72,7 +72,7 @@ Program shrink(const Program& p, const Switches& switches, const std::function<b
     for (Program& c : candidates(best, true)) {
       if (size_of(c) >= size_of(best)) continue;
       if (--budget < 0) break;
-      analyze(c, switches);
+      analyze(c);
       if (still_fails(c)) {
         best = std::move(c);
         progress = true;
@@ -130,7 +130,7 @@ void fuzz(uint64_t seed_base, int64_t count, const GenOptions& options, Stats& s
       if (o.kind != Outcome::Failed) continue;
       ++stats.failed[k];
       if (stats.failures.size() >= max_reports) continue;
-      Program small = shrink(p, options.switches, [&](const Program& q) {
+      Program small = shrink(p, [&](const Program& q) {
         return run_check(c, q, xs, check_seed).kind == Outcome::Failed;
       });
       stats.failures.push_back(failure_report(seed, c, p, small, xs, run_check(c, small, xs, check_seed)));

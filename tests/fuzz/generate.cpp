@@ -341,7 +341,6 @@ int Generator::reduction(Scope& s) {
     if (nd.ints.empty()) k = static_cast<double>(elements(av.shape));
   }
   nd.flag = chance(0.3);
-  if (nd.op == Op::Norm && !opt_.switches.norm_at_exact_zero) nd.x = real(0.1, 1) * (chance(0.5) ? 1 : -1);
   double b = in.bound + std::fabs(nd.x), bound = b;
   switch (nd.op) {
     case Op::Sum: bound = b * k; break;

@@ -15,39 +15,32 @@ AbstractValue without_leading(const AbstractValue& a) {
   return AbstractValue{Shape(a.shape.dims().begin() + 1, a.shape.dims().end()), a.dtype};
 }
 
-bool is_loop(Op op) { return op == Op::Scan || op == Op::ForiLoop || op == Op::WhileLoop; }
-
 bool is_branch(Op op) { return op == Op::Cond || op == Op::Switch; }
 
-// Constructs that issue 28 defect 1 breaks in reverse mode when they sit in a loop body (or,
-// when the predicate is staged, in a cond / switch_ branch).
-bool control_flow_or_call(Op op) { return is_branch(op) || is_loop(op) || op == Op::JitOf || op == Op::CheckpointOf; }
-
-// True when reverse mode cannot go through `op` at this place (by nature, or excluded by a switch).
-bool blocks_reverse(const Node& nd, bool in_loop_body, bool in_branch, const Switches& sw) {
-  if ((nd.op == Op::WhileLoop && nd.ints[0] < 0) || (nd.op == Op::ForiLoop && nd.flag)) return true;
-  if (in_loop_body && control_flow_or_call(nd.op) && !sw.reverse_through_loop_bodies_with_control_flow) return true;
-  return in_branch && control_flow_or_call(nd.op) && !sw.reverse_through_branches_with_control_flow;
+// True when reverse mode cannot go through `nd` by nature: a while_loop without max_steps, or a
+// fori_loop with Tensor bounds (a while_loop underneath).
+bool blocks_reverse(const Node& nd) {
+  return (nd.op == Op::WhileLoop && nd.ints[0] < 0) || (nd.op == Op::ForiLoop && nd.flag);
 }
 
-void analyze_into(Program& top, const Program& p, int depth, bool in_loop_body, bool in_branch, const Switches& sw) {
+void analyze_into(Program& top, const Program& p, int depth) {
   for (const AbstractValue& a : p.inputs) top.has_f32 = top.has_f32 || a.dtype == f32;
   for (const Node& nd : p.nodes) {
     top.has_f32 = top.has_f32 || nd.aval.dtype == f32;
-    if (blocks_reverse(nd, in_loop_body, in_branch, sw)) top.reverse_ok = false;
+    if (blocks_reverse(nd)) top.reverse_ok = false;
     if (is_branch(nd.op) && nd.flag && depth == 0) top.data_predicates = true;
     for (const auto& sub : nd.subs)
-      analyze_into(top, *sub, depth + 1, in_loop_body || is_loop(nd.op), in_branch || is_branch(nd.op), sw);
+      analyze_into(top, *sub, depth + 1);
   }
 }
 
 }  // namespace
 
-void analyze(Program& p, const Switches& switches) {
+void analyze(Program& p) {
   p.reverse_ok = true;
   p.has_f32 = false;
   p.data_predicates = false;
-  analyze_into(p, p, 0, false, false, switches);
+  analyze_into(p, p, 0);
 }
 
 bool Generator::allowed(const Scope& s, Op op) const {
@@ -55,7 +48,7 @@ bool Generator::allowed(const Scope& s, Op op) const {
   Node nd;
   nd.op = op;
   nd.ints = {0};
-  return !blocks_reverse(nd, s.in_loop_body, s.in_branch, opt_.switches);
+  return !blocks_reverse(nd);
 }
 
 std::shared_ptr<Program> Generator::sub_program(const Scope& parent, Op kind, const std::vector<AbstractValue>& in_avals,
@@ -68,8 +61,6 @@ std::shared_ptr<Program> Generator::sub_program(const Scope& parent, Op kind, co
   s.p = prog.get();
   s.info = in_infos;
   s.depth = parent.depth + 1;
-  s.in_loop_body = parent.in_loop_body || is_loop(kind);
-  s.in_branch = parent.in_branch || is_branch(kind);
   s.reverse_needed = parent.reverse_needed || kind == Op::GradOf;
   s.counter = counter;
   int last = fill(s, uniform(1, 3));
@@ -271,7 +262,7 @@ Program Generator::top() {
   }
   p.outputs = {last};
   Program out = dead_code_eliminated(p);
-  analyze(out, opt_.switches);
+  analyze(out);
   return out;
 }
 

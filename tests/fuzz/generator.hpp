@@ -26,8 +26,6 @@ struct Scope {
   Program* p = nullptr;
   std::vector<Info> info;
   int depth = 0;           // 0: the top-level program
-  bool in_loop_body = false;  // inside the body of a scan / fori_loop / while_loop (transitively)
-  bool in_branch = false;     // inside a branch of cond / switch_ (transitively)
   bool reverse_needed = false;  // inside a function differentiated by grad_of: reverse mode must work
   int counter = -1;        // the loop counter's value id in a loop body (a float copy of i), or -1
 };
@@ -83,7 +81,7 @@ class Generator {
   int custom_rule(Scope& s, Op op);
 
   /// False when `op` may not appear in `s`: a construct that reverse mode does not support
-  /// (or that a switch excludes from it) where reverse mode is needed.
+  /// where reverse mode is needed.
   bool allowed(const Scope& s, Op op) const;
   /// The result of an abstract evaluation of `nd` on the avals of its arguments in `s`.
   AbstractValue aval_of_node(const Scope& s, const Node& nd);

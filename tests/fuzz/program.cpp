@@ -45,7 +45,6 @@ void print_params(std::ostream& os, const Node& nd) {
     case Op::Sum: case Op::Mean: case Op::Prod: case Op::Max: case Op::Min: case Op::LogSumExp: case Op::Norm:
       print_ints(os, "axes", nd.ints);
       os << " keepdims=" << nd.flag;
-      if (nd.op == Op::Norm && nd.x != 0) os << " of_arg_plus=" << nd.x;
       break;
     case Op::Reshape: case Op::BroadcastTo: print_ints(os, "shape", nd.ints); break;
     case Op::Transpose: print_ints(os, "perm", nd.ints); break;

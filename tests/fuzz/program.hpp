@@ -60,7 +60,7 @@ struct Program {
   std::vector<Node> nodes;
   std::vector<int> outputs;
   /// False when the program holds a construct that only forward mode supports (while_loop
-  /// without max_steps, fori_loop with Tensor bounds) or one excluded from reverse mode by a switch.
+  /// without max_steps, fori_loop with Tensor bounds).
   bool reverse_ok = true;
   /// True when any value is f32 (finite differences are then skipped: f32 cannot resolve them).
   bool has_f32 = false;
@@ -72,29 +72,10 @@ struct Program {
   int num_values() const { return static_cast<int>(inputs.size() + nodes.size()); }
 };
 
-/// Exclusion switches (see the header comment of tests/test_fuzz_programs.cpp).
-struct Switches {
-  /// Issue 28 defect 1: reverse mode through scan / fori_loop / while_loop whose body holds
-  /// cond, switch_, scan, while_loop, checkpoint or a jit-ed call. Off: such programs are still
-  /// generated, but only checked in forward mode (eager = jit, vmap = loop, jvp = finite differences).
-  bool reverse_through_loop_bodies_with_control_flow = false;
-  /// The same defect with cond / switch_ outside: reverse mode under jit or vmap (a staged
-  /// predicate) through a branch that holds cond, switch_, scan, fori_loop, while_loop,
-  /// checkpoint or a jit-ed call throws the same "transpose in ... not linear" error, or asks for
-  /// the max_steps a while_loop has. Off: such programs are checked in forward mode only.
-  bool reverse_through_branches_with_control_flow = false;
-  /// Found by this fuzzer: norm's second derivative at exactly 0 is NaN in reverse mode
-  /// (jacrev(jacrev(norm))(0)) but finite in forward mode. Off: the fuzzer's norm node is
-  /// norm(a + c) with a random c != 0, so that an exact cancellation upstream (x + (-x), two
-  /// inputs of a sub-program aliasing one value) never puts norm at exactly 0.
-  bool norm_at_exact_zero = false;
-};
-
 /// Generator settings: `max_nodes` top-level nodes, nesting of sub-programs up to `max_depth`.
 struct GenOptions {
   int max_nodes = 10;
   int max_depth = 2;
-  Switches switches;
 };
 
 /// A random well-typed program drawn from `seed`.
@@ -114,7 +95,7 @@ void set_planted_bug(bool on);
 void set_predicate_log(std::vector<int>* log);
 
 /// Sets p's reverse_ok, has_f32 and data_predicates from its structure.
-void analyze(Program& p, const Switches& switches);
+void analyze(Program& p);
 
 /// The program in readable form, one node a line, sub-programs indented.
 void print(std::ostream& os, const Program& p, int indent = 0);

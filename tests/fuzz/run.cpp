@@ -192,7 +192,7 @@ Tensor eval_node(const Node& nd, const std::vector<Tensor>& a) {
     case Op::Max: return max(a[0], v, nd.flag);
     case Op::Min: return min(a[0], v, nd.flag);
     case Op::LogSumExp: return logsumexp(a[0], v, nd.flag);
-    case Op::Norm: return norm(nd.x == 0 ? a[0] : a[0] + nd.x, v, nd.flag);  // x: Switches::norm_at_exact_zero
+    case Op::Norm: return norm(a[0], v, nd.flag);
     case Op::Reshape: return reshape(a[0], v);
     case Op::Transpose: return transpose(a[0], v);
     case Op::BroadcastTo: return broadcast_to(a[0], Shape(v));
