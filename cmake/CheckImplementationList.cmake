@@ -13,6 +13,7 @@ endforeach()
 # The same globs as the fluxion target in the top-level CMakeLists.txt.
 file(GLOB sources RELATIVE ${SOURCE_DIR}
      ${SOURCE_DIR}/src/*.cpp ${SOURCE_DIR}/primitives/*.cpp ${SOURCE_DIR}/transforms/*.cpp
+     ${SOURCE_DIR}/passes/*.cpp ${SOURCE_DIR}/runtime/*.cpp
      ${SOURCE_DIR}/backends/cpu/*.cpp ${SOURCE_DIR}/backends/reference/*.cpp)
 set(problems "")
 foreach(s ${sources})

@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 set(FLUXION_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/fluxion)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fluxion DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir src primitives transforms backends/cpu backends/reference)
+foreach(dir src primitives transforms passes runtime backends/cpu backends/reference)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${dir})
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
             DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fluxion/internal/${dir}
