@@ -11,7 +11,7 @@
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/partial_eval.hpp"
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 #include "transforms/transpose.hpp"
 
 namespace fluxion {

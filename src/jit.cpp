@@ -5,7 +5,7 @@
 
 #include "fluxion/jit.hpp"
 #include "transforms/executor.hpp"
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::jit_detail {
 

@@ -11,7 +11,7 @@
 #include "passes_util.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fx = fluxion;
 namespace lax = fluxion::lax;

@@ -17,8 +17,8 @@
 #include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/tile_program.hpp"
 #include "transforms/fusion.hpp"
-#include "transforms/passes.hpp"
-#include "transforms/simplify.hpp"
+#include "passes/passes.hpp"
+#include "passes/simplify.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion {
 

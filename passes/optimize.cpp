@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::passes {
 namespace optimize_detail {

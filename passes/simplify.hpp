@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::passes::simplify_detail {
 

@@ -13,7 +13,7 @@
 
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion::passes {
 namespace simplify_algebra {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::passes {
 namespace cse_detail {

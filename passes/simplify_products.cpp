@@ -19,7 +19,7 @@
 #include <algorithm>
 
 #include "fluxion/lax.hpp"
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion::passes {
 namespace simplify_products {

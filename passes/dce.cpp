@@ -1,5 +1,5 @@
 // Dead-code elimination: keeps the equations the outputs depend on, then renumbers densely.
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::passes {
 namespace dce_detail {

@@ -9,7 +9,7 @@
 // replaced by its column of the stacked product (Sweep::replace_later), and its equation dropped.
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion::passes {
 namespace simplify_siblings {

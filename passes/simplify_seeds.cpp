@@ -6,7 +6,7 @@
 // Identities are constants checked once per TensorImpl, or convert(eq(iota_0, iota_1)) with
 // either iota possibly a broadcast 1-d iota.
 #include "fluxion/lax.hpp"
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion::passes {
 namespace simplify_seeds {

@@ -1,6 +1,6 @@
 // inline_calls / inline_all_calls: splice the sub-Jaxprs of call-like primitives (Primitive::callee)
 // into their caller, recursively, so the passes and the fusion see one flat Jaxpr.
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::passes {
 

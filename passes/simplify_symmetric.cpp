@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "fluxion/lax.hpp"
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion::passes {
 namespace simplify_symmetric {

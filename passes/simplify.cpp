@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "transforms/simplify.hpp"
+#include "passes/simplify.hpp"
 
 namespace fluxion::passes {
 namespace simplify_detail {
