@@ -7,6 +7,7 @@
 
 #include "backends/cpu/special_functions.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/binary.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 

@@ -8,20 +8,13 @@
 
 #include "backends/cpu/elementwise.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/conversion.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion::primitives {
 namespace conversion_family {
-
-/// Params of convert_element_type, printed `convert_element_type[new_dtype=f32]`.
-struct ConvertElementTypeParams final : ParamsOf<ConvertElementTypeParams> {
-  DType new_dtype = f32;
-  explicit ConvertElementTypeParams(DType d) : new_dtype(d) {}
-  auto fields() const { return std::tie(new_dtype); }
-  static constexpr const char* names[] = {"new_dtype"};
-};
 
 // ---- select ----
 

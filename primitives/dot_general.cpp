@@ -13,6 +13,7 @@
 #include "backends/cpu/gemm.hpp"
 #include "backends/reference/dot_general.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/dot_general.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 
@@ -22,14 +23,6 @@ FLUXION_GEMM_ALL_KERNELS()
 
 namespace fluxion::primitives {
 namespace dot_general_family {
-
-/// Params of dot_general, printed "contract=((1,),(0,)) batch=((),())".
-struct DotGeneralParams final : ParamsOf<DotGeneralParams> {
-  AxisPair contract, batch;
-  DotGeneralParams(AxisPair c, AxisPair b) : contract(std::move(c)), batch(std::move(b)) {}
-  auto fields() const { return std::tie(contract, batch); }
-  static constexpr const char* names[] = {"contract", "batch"};
-};
 
 std::string axes_str(const std::vector<int64_t>& v) {
   std::ostringstream os;

@@ -17,6 +17,7 @@
 #include "backends/cpu/gram.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/elementwise.hpp"
+#include "primitives/gram.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
 

@@ -10,6 +10,7 @@
 #include "fluxion/lax.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
+#include "primitives/shape.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion::primitives {
@@ -23,38 +24,6 @@ std::string axes_str(const Axes& v) {
   detail::print_param(os, v);
   return os.str();
 }
-
-struct BroadcastInDimParams final : ParamsOf<BroadcastInDimParams> {
-  Shape shape;
-  Axes broadcast_dimensions;
-  BroadcastInDimParams(Shape s, Axes b) : shape(std::move(s)), broadcast_dimensions(std::move(b)) {}
-  auto fields() const { return std::tie(shape, broadcast_dimensions); }
-  static constexpr const char* names[] = {"shape", "broadcast_dimensions"};
-};
-struct ReshapeParams final : ParamsOf<ReshapeParams> {
-  Shape new_sizes;
-  explicit ReshapeParams(Shape s) : new_sizes(std::move(s)) {}
-  auto fields() const { return std::tie(new_sizes); }
-  static constexpr const char* names[] = {"new_sizes"};
-};
-struct TransposeParams final : ParamsOf<TransposeParams> {
-  Axes permutation;
-  explicit TransposeParams(Axes p) : permutation(std::move(p)) {}
-  auto fields() const { return std::tie(permutation); }
-  static constexpr const char* names[] = {"permutation"};
-};
-struct SqueezeParams final : ParamsOf<SqueezeParams> {
-  Axes dimensions;
-  explicit SqueezeParams(Axes d) : dimensions(std::move(d)) {}
-  auto fields() const { return std::tie(dimensions); }
-  static constexpr const char* names[] = {"dimensions"};
-};
-struct ExpandDimsParams final : ParamsOf<ExpandDimsParams> {
-  Axes dimensions;
-  explicit ExpandDimsParams(Axes d) : dimensions(std::move(d)) {}
-  auto fields() const { return std::tie(dimensions); }
-  static constexpr const char* names[] = {"dimensions"};
-};
 
 // ---- shape rules ----
 

@@ -7,10 +7,11 @@
 #include <Eigen/Core>
 #include <cmath>
 
-#include "fluxion/lax.hpp"
 #include "backends/cpu/unary_packets.hpp"
+#include "fluxion/lax.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
+#include "primitives/unary.hpp"
 
 namespace fluxion::primitives {
 namespace unary_family {
