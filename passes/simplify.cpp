@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 
 #include "passes/simplify.hpp"
@@ -17,61 +16,6 @@ namespace simplify_detail {
 constexpr int64_t kMaxFolded = 1024;
 /// Sweeps before simplify gives up on reaching a fixed point.
 constexpr int kMaxSweeps = 32;
-
-const Primitive* lookup(const char* name) {
-  const Primitive* p = find_primitive(name);
-  if (!p) detail::fail<Error>("simplify", "internal: no primitive '", name, "' in the registry.");
-  return p;
-}
-
-const Prims& prims() {
-  static const Prims p{lookup("add"), lookup("sub"), lookup("mul"), lookup("div"), lookup("neg"),
-                       lookup("select"), lookup("convert_element_type"), lookup("eq"), lookup("iota"),
-                       lookup("broadcast_in_dim"), lookup("reshape"), lookup("squeeze"),
-                       lookup("expand_dims"), lookup("transpose"), lookup("slice"), lookup("dynamic_slice"),
-                       lookup("dynamic_update_slice"), lookup("concatenate"), lookup("reduce_sum"),
-                       lookup("reduce_max"), lookup("reduce_min"), lookup("reduce_prod"),
-                       lookup("dot_general")};
-  return p;
-}
-
-// ---- params, read back from their printed form ----
-
-std::string param_text(const Params& params, const char* name) {
-  std::ostringstream os;
-  params.print(os);
-  std::istringstream in(os.str());
-  const std::string key = std::string(name) + "=";
-  for (std::string tok; in >> tok;)
-    if (tok.compare(0, key.size(), key) == 0) return tok.substr(key.size());
-  detail::fail<Error>("simplify", "internal: params '", os.str(), "' have no field '", name, "'.");
-}
-
-std::vector<int64_t> parse_ints(const std::string& s) {
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < s.size();) {
-    if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
-      size_t used = 0;
-      out.push_back(std::stoll(s.substr(i), &used));
-      i += used;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-
-std::vector<int64_t> int_list_param(const Params& params, const char* name) {
-  return parse_ints(param_text(params, name));
-}
-
-int64_t int_param(const Params& params, const char* name) { return std::stoll(param_text(params, name)); }
-
-AxisPair axis_pair_param(const Params& params, const char* name) {
-  const std::string s = param_text(params, name);  // "((1,),(0,))"
-  const size_t split = s.find(')');
-  return {parse_ints(s.substr(0, split)), parse_ints(s.substr(split))};
-}
 
 // ---- facts about constants, cached per TensorImpl ----
 
@@ -184,9 +128,9 @@ const Equation* Sweep::producer(const Atom& a) const {
   return &kept_[static_cast<size_t>(def_[a.var])];
 }
 
-const Equation* Sweep::produced_by(const Atom& a, const Primitive* p) const {
+const Equation* Sweep::produced_by(const Atom& a, const Primitive& p) const {
   const Equation* e = producer(a);
-  return e && e->primitive == p ? e : nullptr;
+  return e && e->primitive == &p ? e : nullptr;
 }
 
 Tensor Sweep::constant(const Atom& a) const {
@@ -202,13 +146,13 @@ std::optional<double> Sweep::splat(const Atom& a) const {
     ConstantFacts f = constant_facts(c);
     return f.splat ? std::optional<double>(f.value) : std::nullopt;
   }
-  if (const Equation* b = produced_by(a, prims().broadcast)) return splat(b->inputs[0]);
+  if (const Equation* b = produced_by(a, shape_family::broadcast_in_dim_p())) return splat(b->inputs[0]);
   return std::nullopt;
 }
 
 std::optional<Atom> Sweep::rank0(const Atom& a) const {
   if (aval(a).ndim() == 0) return a;
-  if (const Equation* b = produced_by(a, prims().broadcast)) return rank0(b->inputs[0]);
+  if (const Equation* b = produced_by(a, shape_family::broadcast_in_dim_p())) return rank0(b->inputs[0]);
   Tensor c = constant(a);
   if (!c.defined() || !constant_facts(c).splat) return std::nullopt;
   // The first element, bit for bit, as a literal.
@@ -266,7 +210,7 @@ std::optional<Atom> Sweep::emit(AbstractValue want, const std::vector<Atom>& arg
 // operand is replaced by its rank-0 value when the other operand has the output's shape, and
 // select's predicate likewise. The shape rule confirms the output aval is unchanged.
 bool Sweep::scalarize_operands(Equation& e) const {
-  const bool is_select = e.primitive == prims().select;
+  const bool is_select = e.primitive == &conversion_family::select_p();
   if (e.outputs.size() != 1 || !(is_select || (e.primitive->traits.elementwise && e.inputs.size() == 2)))
     return false;
   const AbstractValue out = jaxpr_.avals[e.outputs[0]];
@@ -293,7 +237,7 @@ bool Sweep::scalarize_operands(Equation& e) const {
 bool Sweep::fold(const Equation& e) {
   const Primitive& p = *e.primitive;
   if (!p.traits.view && !p.kernel(Backend::cpu)) return false;
-  if (&p == prims().broadcast && aval(e.inputs[0]).ndim() == 0) return false;
+  if (&p == &shape_family::broadcast_in_dim_p() && aval(e.inputs[0]).ndim() == 0) return false;
   for (int32_t v : e.outputs)
     if (jaxpr_.avals[v].shape.num_elements() > kMaxFolded) return false;
   std::vector<Tensor> in;
@@ -338,12 +282,12 @@ bool Sweep::run() {
       const AbstractValue want = jaxpr_.avals[e.outputs[0]];
       // Symmetric rules first: a dropped transpose beats any rewrite of it; a product becomes a
       // gram only after the product rules had their chance to shrink its operands.
-      std::optional<Atom> r = e.primitive == prims().transpose ? symmetric_rules(*this, e) : std::nullopt;
+      std::optional<Atom> r = e.primitive == &shape_family::transpose_p() ? symmetric_rules(*this, e) : std::nullopt;
       if (!r) r = algebra_rules(*this, e);
       if (!r) r = seed_rules(*this, e);
       if (!r) r = product_rules(*this, e);
-      if (!r && e.primitive == prims().dot_general) r = symmetric_rules(*this, e);
-      if (!r && e.primitive == prims().dot_general) r = sibling_rules(*this, e);
+      if (!r && e.primitive == &dot_general_family::dot_general_p()) r = symmetric_rules(*this, e);
+      if (!r && e.primitive == &dot_general_family::dot_general_p()) r = sibling_rules(*this, e);
       if (r && aval(*r) == want) {
         grow();
         repl_[e.outputs[0]] = *r;

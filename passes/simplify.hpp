@@ -6,22 +6,29 @@
 #include <vector>
 
 #include "passes/passes.hpp"
+#include "primitives/binary.hpp"
+#include "primitives/conversion.hpp"
+#include "primitives/dot_general.hpp"
+#include "primitives/gram.hpp"
+#include "primitives/indexing.hpp"
+#include "primitives/reduction.hpp"
+#include "primitives/shape.hpp"
+#include "primitives/unary.hpp"
+
+namespace fluxion::passes {
+// The primitive families whose handles the rules compare equations to (`e.primitive ==
+// &binary_family::add_p()`) and whose params they read (`params.as<shape_family::TransposeParams>()`).
+namespace binary_family = primitives::binary_family;
+namespace conversion_family = primitives::conversion_family;
+namespace dot_general_family = primitives::dot_general_family;
+namespace gram_family = primitives::gram_detail;
+namespace indexing_family = primitives::indexing_family;
+namespace reduction_family = primitives::reduction_family;
+namespace shape_family = primitives::shape_family;
+namespace unary_family = primitives::unary_family;
+}  // namespace fluxion::passes
 
 namespace fluxion::passes::simplify_detail {
-
-/// The primitives the rules recognise, looked up once by name in the registry.
-struct Prims {
-  const Primitive *add, *sub, *mul, *div, *neg, *select, *convert, *eq, *iota, *broadcast, *reshape,
-      *squeeze, *expand_dims, *transpose, *slice, *dynamic_slice, *dynamic_update_slice, *concatenate,
-      *reduce_sum, *reduce_max, *reduce_min, *reduce_prod, *dot_general;
-};
-const Prims& prims();
-
-/// Params fields read from the printed form (`permutation=(1,0)`, `dimension=0`,
-/// `contract=((1,),(0,))`): the params structs live in the primitive families' files.
-std::vector<int64_t> int_list_param(const Params& params, const char* name);
-int64_t int_param(const Params& params, const char* name);
-AxisPair axis_pair_param(const Params& params, const char* name);
 
 /// What the pass knows about a concrete constant; computed once per TensorImpl.
 struct ConstantFacts {
@@ -46,7 +53,7 @@ class Sweep {
   /// the sweep runs (kept equations live in a deque).
   const Equation* producer(const Atom& a) const;
   /// The producer of `a` when it applies `p`, else nullptr.
-  const Equation* produced_by(const Atom& a, const Primitive* p) const;
+  const Equation* produced_by(const Atom& a, const Primitive& p) const;
   /// How many times the Jaxpr read `a` (equation inputs and outputs) when the sweep began; 0 for
   /// literals and variables made since.
   int32_t uses(const Atom& a) const;

@@ -18,7 +18,6 @@
 namespace fluxion::passes {
 namespace simplify_algebra {
 
-using simplify_detail::prims;
 using simplify_detail::Sweep;
 using Result = std::optional<Atom>;
 using Axes = std::vector<int64_t>;
@@ -35,16 +34,14 @@ bool is_identity_permutation(const Axes& perm) {
 /// broadcast/reshape/squeeze/expand_dims/slice/dynamic_slice to the same shape (starts are then 0),
 /// a conversion to the same dtype, a reduction over no axes, a concatenation of one operand.
 bool unchanged_when_same_aval(const Primitive* p) {
-  const auto& P = prims();
-  for (const Primitive* q : {P.broadcast, P.reshape, P.squeeze, P.expand_dims, P.slice, P.dynamic_slice,
-                             P.convert, P.reduce_sum, P.reduce_max, P.reduce_min, P.reduce_prod, P.concatenate})
+  for (const Primitive* q : {&shape_family::broadcast_in_dim_p(), &shape_family::reshape_p(), &shape_family::squeeze_p(), &shape_family::expand_dims_p(), &indexing_family::slice_p(), &indexing_family::dynamic_slice_p(),
+                             &conversion_family::convert_element_type_p(), &reduction_family::reduce_sum_p(), &reduction_family::reduce_max_p(), &reduction_family::reduce_min_p(), &reduction_family::reduce_prod_p(), &indexing_family::concatenate_p()})
     if (p == q) return true;
   return false;
 }
 
 bool is_reshape_like(const Primitive* p) {
-  const auto& P = prims();
-  return p == P.reshape || p == P.squeeze || p == P.expand_dims;
+  return p == &shape_family::reshape_p() || p == &shape_family::squeeze_p() || p == &shape_family::expand_dims_p();
 }
 
 /// True when adding `c` (subtracting it, when `subtract`) leaves every x as it is: a float -0
@@ -58,24 +55,23 @@ bool is_additive_unit(const Sweep& s, const Atom& c, bool subtract) {
 // x*1, 1*x, x*-1 -> neg x, x+(-0), (-0)+x, x-(+0), x/1, neg(neg x). The kept operand must already
 // have the output's aval (a rank-0 x times a ones array is left alone).
 Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const auto& P = prims();
   const Primitive* p = e.primitive;
   auto if_same = [&](const Atom& x) -> Result { return s.aval(x) == out ? Result(x) : std::nullopt; };
-  if (p == P.neg) {
-    if (const Equation* inner = s.produced_by(e.inputs[0], P.neg)) return if_same(inner->inputs[0]);
+  if (p == &unary_family::neg_p()) {
+    if (const Equation* inner = s.produced_by(e.inputs[0], unary_family::neg_p())) return if_same(inner->inputs[0]);
     return std::nullopt;
   }
   if (e.inputs.size() != 2) return std::nullopt;
-  if (p == P.mul || p == P.add) {
+  if (p == &binary_family::mul_p() || p == &binary_family::add_p()) {
     for (size_t i = 0; i < 2; ++i) {
       const Atom &x = e.inputs[i], &c = e.inputs[1 - i];
       if (s.aval(x) != out) continue;
-      if (p == P.add ? is_additive_unit(s, c, false) : is_value(s.splat(c), 1)) return x;
-      if (p == P.mul && is_value(s.splat(c), -1))
+      if (p == &binary_family::add_p() ? is_additive_unit(s, c, false) : is_value(s.splat(c), 1)) return x;
+      if (p == &binary_family::mul_p() && is_value(s.splat(c), -1))
         return s.emit(out, {x}, [](const std::vector<Tensor>& xs) { return lax::neg(xs[0]); });
     }
   }
-  if ((p == P.sub && is_additive_unit(s, e.inputs[1], true)) || (p == P.div && is_value(s.splat(e.inputs[1]), 1)))
+  if ((p == &binary_family::sub_p() && is_additive_unit(s, e.inputs[1], true)) || (p == &binary_family::div_p() && is_value(s.splat(e.inputs[1]), 1)))
     return if_same(e.inputs[0]);
   return std::nullopt;
 }
@@ -83,8 +79,8 @@ Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
 // The permutation that swaps a dot_general's lhs-free and rhs-free output dims (batch dims stay
 // first): transpose(dot_general(a, b), it) is dot_general(b, a).
 Axes swapped_product_permutation(Sweep& s, const Equation& dot) {
-  const AxisPair contract = simplify_detail::axis_pair_param(*dot.params, "contract");
-  const AxisPair batch = simplify_detail::axis_pair_param(*dot.params, "batch");
+  const AxisPair contract = dot.params->as<dot_general_family::DotGeneralParams>().contract;
+  const AxisPair batch = dot.params->as<dot_general_family::DotGeneralParams>().batch;
   const int64_t nb = static_cast<int64_t>(batch.first.size());
   const int64_t nlf = s.aval(dot.inputs[0]).ndim() - nb - static_cast<int64_t>(contract.first.size());
   const int64_t nrf = s.aval(dot.inputs[1]).ndim() - nb - static_cast<int64_t>(contract.second.size());
@@ -96,8 +92,8 @@ Axes swapped_product_permutation(Sweep& s, const Equation& dot) {
 }
 
 Tensor swapped_product(const Tensor& a, const Tensor& b, const Params& params) {
-  const AxisPair contract = simplify_detail::axis_pair_param(params, "contract");
-  const AxisPair batch = simplify_detail::axis_pair_param(params, "batch");
+  const AxisPair contract = params.as<dot_general_family::DotGeneralParams>().contract;
+  const AxisPair batch = params.as<dot_general_family::DotGeneralParams>().batch;
   return lax::dot_general(b, a, AxisPair{contract.second, contract.first}, AxisPair{batch.second, batch.first});
 }
 
@@ -114,14 +110,13 @@ struct Transposed {
 
 std::optional<Transposed> plan_transposed(Sweep& s, const Atom& a, const Axes& q, const Axes& inverse,
                                           std::vector<Atom>& args, int depth) {
-  const auto& P = prims();
   Transposed t;
   if (s.aval(a).ndim() == 0) {
     args.push_back(a);
     return t;
   }
-  if (const Equation* tr = s.produced_by(a, P.transpose)) {
-    const Axes p = simplify_detail::int_list_param(*tr->params, "permutation");
+  if (const Equation* tr = s.produced_by(a, shape_family::transpose_p())) {
+    const Axes p = tr->params->as<shape_family::TransposeParams>().permutation;
     Axes composed;
     for (int64_t k : q) composed.push_back(p[static_cast<size_t>(k)]);
     if (!is_identity_permutation(composed)) return std::nullopt;
@@ -130,8 +125,8 @@ std::optional<Transposed> plan_transposed(Sweep& s, const Atom& a, const Axes& q
     t.removes_transpose = true;
     return t;
   }
-  if (const Equation* b = s.produced_by(a, P.broadcast)) {
-    for (int64_t d : simplify_detail::int_list_param(*b->params, "broadcast_dimensions"))
+  if (const Equation* b = s.produced_by(a, shape_family::broadcast_in_dim_p())) {
+    for (int64_t d : b->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions)
       t.dims.push_back(inverse[static_cast<size_t>(d)]);
     if (!std::is_sorted(t.dims.begin(), t.dims.end())) return std::nullopt;  // dims are distinct
     args.push_back(b->inputs[0]);
@@ -140,7 +135,7 @@ std::optional<Transposed> plan_transposed(Sweep& s, const Atom& a, const Axes& q
   }
   const Equation* e = s.producer(a);
   if (!e || s.uses(a) != 1 || e->outputs.size() != 1) return std::nullopt;  // never duplicate work
-  if (e->primitive == P.dot_general && swapped_product_permutation(s, *e) == q) {
+  if (e->primitive == &dot_general_family::dot_general_p() && swapped_product_permutation(s, *e) == q) {
     args.push_back(e->inputs[0]);
     args.push_back(e->inputs[1]);
     t.kind = Transposed::product;
@@ -198,7 +193,7 @@ Result transpose_through_elementwise(Sweep& s, const Equation& e, const Axes& q,
 // dims first) is dot_general(b, a): the product writes the transposed layout directly instead of
 // a strided copy after it (per-example outer products of vmap(grad) end this way).
 Result transpose_of_product(Sweep& s, const Equation& e, const Axes& perm, const AbstractValue& out) {
-  const Equation* dot = s.produced_by(e.inputs[0], prims().dot_general);
+  const Equation* dot = s.produced_by(e.inputs[0], dot_general_family::dot_general_p());
   if (!dot || s.uses(e.inputs[0]) != 1 || perm != swapped_product_permutation(s, *dot)) return std::nullopt;
   const std::shared_ptr<const Params> params = dot->params;
   return s.emit(out, {dot->inputs[0], dot->inputs[1]},
@@ -207,12 +202,12 @@ Result transpose_of_product(Sweep& s, const Equation& e, const Axes& perm, const
 
 // transpose(transpose(x, p1), p2) = transpose(x, c) with c[k] = p1[p2[k]]; identity c -> x.
 Result transpose_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const Axes perm = simplify_detail::int_list_param(*e.params, "permutation");
+  const Axes perm = e.params->as<shape_family::TransposeParams>().permutation;
   if (is_identity_permutation(perm)) return e.inputs[0];
   if (Result r = transpose_of_product(s, e, perm, out)) return r;
-  const Equation* inner = s.produced_by(e.inputs[0], prims().transpose);
+  const Equation* inner = s.produced_by(e.inputs[0], shape_family::transpose_p());
   if (!inner) return transpose_through_elementwise(s, e, perm, out);
-  const Axes first = simplify_detail::int_list_param(*inner->params, "permutation");
+  const Axes first = inner->params->as<shape_family::TransposeParams>().permutation;
   Axes composed;
   for (int64_t k : perm) composed.push_back(first[static_cast<size_t>(k)]);
   if (is_identity_permutation(composed)) return inner->inputs[0];
@@ -231,7 +226,7 @@ Result reshape_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
 // broadcast_in_dim(broadcast_in_dim(x, s1, d1), s2, d2) = broadcast_in_dim(x, s2, d2[d1[i]]);
 // likewise through a reshape that only inserts size-1 dims into an x without any.
 Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const Axes outer_dims = simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  const Axes outer_dims = e.params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
   if (const Equation* r = s.producer(e.inputs[0]); r && is_reshape_like(r->primitive)) {
     const Shape &x = s.aval(r->inputs[0]).shape, &mid = s.aval(e.inputs[0]).shape;
     Axes dims;  // x's dims are mid's non-1 dims, in order
@@ -244,10 +239,10 @@ Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
     return s.emit(out, {r->inputs[0]},
                   [&](const std::vector<Tensor>& xs) { return lax::broadcast_in_dim(xs[0], out.shape, dims); });
   }
-  const Equation* inner = s.produced_by(e.inputs[0], prims().broadcast);
+  const Equation* inner = s.produced_by(e.inputs[0], shape_family::broadcast_in_dim_p());
   if (!inner) return std::nullopt;
   Axes dims;
-  for (int64_t d : simplify_detail::int_list_param(*inner->params, "broadcast_dimensions"))
+  for (int64_t d : inner->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions)
     dims.push_back(outer_dims[static_cast<size_t>(d)]);
   return s.emit(out, {inner->inputs[0]},
                 [&](const std::vector<Tensor>& xs) { return lax::broadcast_in_dim(xs[0], out.shape, dims); });
@@ -258,7 +253,7 @@ Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
 // identity, [d, d] -> [d, 1, d], copied block by block before its scaling). A broadcast reading
 // it still composes with it (broadcast_chain).
 Result broadcast_as_reshape(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const Axes dims = simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  const Axes dims = e.params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
   if (s.aval(e.inputs[0]).shape.num_elements() != out.shape.num_elements() || !std::is_sorted(dims.begin(), dims.end()))
     return std::nullopt;
   return s.emit(out, {e.inputs[0]}, [&](const std::vector<Tensor>& xs) { return lax::reshape(xs[0], out.shape); });
@@ -280,16 +275,15 @@ bool exact_refactoring(double inner, double outer, DType dtype) {
 // penalty scales its identity by the weight and then doubles it (bench W4: no longer folded, the
 // weight is not a power of two applied first).
 Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const auto& P = prims();
   if (e.inputs.size() != 2 || (out.dtype != f32 && out.dtype != f64)) return std::nullopt;
   const Atom &a = e.inputs[0], &b = e.inputs[1];
-  if (e.primitive == P.add && !a.is_literal() && !b.is_literal() && a.var == b.var && s.aval(a) == out)
+  if (e.primitive == &binary_family::add_p() && !a.is_literal() && !b.is_literal() && a.var == b.var && s.aval(a) == out)
     return s.emit(out, {a}, [](const std::vector<Tensor>& xs) { return xs[0] * 2.0; });
-  if (e.primitive != P.mul) return std::nullopt;
+  if (e.primitive != &binary_family::mul_p()) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {
     const Atom &inner_atom = e.inputs[i], &c2 = e.inputs[1 - i];
     const std::optional<double> v2 = s.splat(c2);
-    const Equation* inner = s.produced_by(inner_atom, P.mul);
+    const Equation* inner = s.produced_by(inner_atom, binary_family::mul_p());
     if (!v2 || s.aval(c2).ndim() != 0 || !inner || s.uses(inner_atom) != 1) continue;
     for (size_t k = 0; k < 2; ++k) {
       const Atom &x = inner->inputs[k], &c1 = inner->inputs[1 - k];
@@ -318,11 +312,10 @@ Result select_known(Sweep& s, const Equation& e) {
 // cancelling to +0 would become -0 (W8's gradient negates a [K, n, d] product before summing over
 // n: the negation stays in the group with the sum).
 Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const auto& P = prims();
   const Equation* inner = s.producer(e.inputs[0]);
   if (!inner || inner->outputs.size() != 1 || s.uses(e.inputs[0]) != 1) return std::nullopt;
-  const std::vector<int64_t> axes = simplify_detail::int_list_param(*e.params, "axes");
-  if (inner->primitive != P.mul || inner->inputs.size() != 2) return std::nullopt;
+  const std::vector<int64_t> axes = e.params->as<reduction_family::ReduceParams>().axes;
+  if (inner->primitive != &binary_family::mul_p() || inner->inputs.size() != 2) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {
     const Atom &x = inner->inputs[i], &c = inner->inputs[1 - i];
     if (s.aval(c).ndim() != 0 || s.aval(x) != s.aval(e.inputs[0]) || !simplify_detail::exact_factor(s, c)) continue;
@@ -338,16 +331,15 @@ Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
 // only there, so that an add or sub after the product absorbs it (reverse mode leaves these:
 // W1's gradient of exp(-x^2) adds x * neg(exp(..)) twice). Exact in IEEE and in wrapping integers.
 Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const auto& P = prims();
   const Primitive* p = e.primitive;
   if (e.inputs.size() != 2) return std::nullopt;
-  auto negated = [&](size_t i) { return s.produced_by(e.inputs[i], P.neg); };
-  if (p == P.add || p == P.sub) {
+  auto negated = [&](size_t i) { return s.produced_by(e.inputs[i], unary_family::neg_p()); };
+  if (p == &binary_family::add_p() || p == &binary_family::sub_p()) {
     for (size_t i : {size_t{1}, size_t{0}}) {
       const Equation* n = negated(i);
-      if (!n || (p == P.sub && i == 0)) continue;
+      if (!n || (p == &binary_family::sub_p() && i == 0)) continue;
       const Atom& other = e.inputs[1 - i];
-      const bool subtract = p == P.add;  // add(a, neg b) = a - b; sub(a, neg b) = a + b
+      const bool subtract = p == &binary_family::add_p();  // add(a, neg b) = a - b; sub(a, neg b) = a + b
       return s.emit(out, {i == 1 ? other : n->inputs[0], i == 1 ? n->inputs[0] : other},
                     [&](const std::vector<Tensor>& xs) {
                       if (!subtract) return lax::add(xs[0], xs[1]);
@@ -356,7 +348,7 @@ Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out) 
     }
     return std::nullopt;
   }
-  if (p != P.mul) return std::nullopt;
+  if (p != &binary_family::mul_p()) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {
     const Equation* n = negated(i);
     if (!n || s.uses(e.inputs[i]) != 1) continue;
@@ -373,24 +365,23 @@ namespace simplify_detail {
 
 std::optional<Atom> algebra_rules(Sweep& s, const Equation& e) {
   using namespace simplify_algebra;
-  const auto& P = prims();
   const Primitive* p = e.primitive;
   const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
   if (e.inputs.empty()) return std::nullopt;
-  if (unchanged_when_same_aval(p) && (p != P.concatenate || e.inputs.size() == 1) && s.aval(e.inputs[0]) == out)
+  if (unchanged_when_same_aval(p) && (p != &indexing_family::concatenate_p() || e.inputs.size() == 1) && s.aval(e.inputs[0]) == out)
     return e.inputs[0];
-  if (p == P.dynamic_update_slice && s.aval(e.inputs[1]) == out) return e.inputs[1];  // overwrites all
+  if (p == &indexing_family::dynamic_update_slice_p() && s.aval(e.inputs[1]) == out) return e.inputs[1];  // overwrites all
   if (Result r = units(s, e, out)) return r;
   if (Result r = absorbed_negation(s, e, out)) return r;
-  if (p == P.transpose) return transpose_chain(s, e, out);
+  if (p == &shape_family::transpose_p()) return transpose_chain(s, e, out);
   if (is_reshape_like(p)) return reshape_chain(s, e, out);
-  if (p == P.broadcast) {
+  if (p == &shape_family::broadcast_in_dim_p()) {
     if (Result r = broadcast_chain(s, e, out)) return r;
     return broadcast_as_reshape(s, e, out);
   }
   if (Result r = scalar_factors(s, e, out)) return r;
-  if (p == P.select) return select_known(s, e);
-  if (p == P.reduce_sum) return scaling_past_sum(s, e, out);
+  if (p == &conversion_family::select_p()) return select_known(s, e);
+  if (p == &reduction_family::reduce_sum_p()) return scaling_past_sum(s, e, out);
   return std::nullopt;
 }
 

@@ -25,7 +25,6 @@ namespace fluxion::passes {
 namespace simplify_products {
 
 using Axes = std::vector<int64_t>;
-using simplify_detail::prims;
 using simplify_detail::Sweep;
 using simplify_detail::Spread;
 using simplify_detail::spread_of;
@@ -41,8 +40,8 @@ struct Operand {
 /// or unpaired (never for a typechecked Jaxpr; checked so that bad input cannot index wildly).
 std::optional<std::pair<Operand, Operand>> operands_of(const Sweep& s, const Equation& e) {
   if (e.inputs.size() != 2) return std::nullopt;
-  const AxisPair contract = simplify_detail::axis_pair_param(*e.params, "contract");
-  const AxisPair batch = simplify_detail::axis_pair_param(*e.params, "batch");
+  const AxisPair contract = e.params->as<dot_general_family::DotGeneralParams>().contract;
+  const AxisPair batch = e.params->as<dot_general_family::DotGeneralParams>().batch;
   Operand l{e.inputs[0], s.aval(e.inputs[0]).shape, contract.first, batch.first};
   Operand r{e.inputs[1], s.aval(e.inputs[1]).shape, contract.second, batch.second};
   if (l.contract.size() != r.contract.size() || l.batch.size() != r.batch.size()) return std::nullopt;
@@ -159,8 +158,7 @@ bool only_read_by(const Sweep& s, const Atom& a, const Equation& e) {
 }
 
 bool is_reduction(const Primitive* p) {
-  const auto& P = prims();
-  return p == P.reduce_sum || p == P.reduce_max || p == P.reduce_min || p == P.reduce_prod;
+  return p == &reduction_family::reduce_sum_p() || p == &reduction_family::reduce_max_p() || p == &reduction_family::reduce_min_p() || p == &reduction_family::reduce_prod_p();
 }
 
 /// True when the only reader of `v` is a reduction, or an elementwise equation whose result
@@ -226,11 +224,10 @@ std::optional<Atom> shrink_spread_operand(Sweep& s, const Equation& e, const Ope
 // a [K, n, d] difference and a batched product).
 std::optional<Atom> distribute(Sweep& s, const Equation& e, const Operand& l, const Operand& r, bool on_lhs,
                                const AbstractValue& out) {
-  const auto& P = prims();
   if (is_floating(out.dtype)) return std::nullopt;
   const Operand& o = on_lhs ? l : r;
   const Equation* sum = s.producer(o.atom);
-  if (!sum || (sum->primitive != P.add && sum->primitive != P.sub) || sum->inputs.size() != 2) return std::nullopt;
+  if (!sum || (sum->primitive != &binary_family::add_p() && sum->primitive != &binary_family::sub_p()) || sum->inputs.size() != 2) return std::nullopt;
   if (s.uses(o.atom) != 1) return std::nullopt;  // a +- b is computed anyway: nothing saved
   double contracted = 1;
   for (int64_t d : o.contract) contracted *= static_cast<double>(o.shape[d]);
@@ -264,18 +261,17 @@ std::optional<Atom> distribute(Sweep& s, const Equation& e, const Operand& l, co
 // and the transposes are used only here. Moves the transpose towards a reduction that shrinks it
 // (see sink_into_reduction), e.g. the one a product over a broadcast batch dim leaves.
 std::optional<Atom> sink_through_elementwise(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const auto& P = prims();
   std::optional<Axes> perm;
   for (const Atom& a : e.inputs)
-    if (const Equation* t = s.produced_by(a, P.transpose)) {
-      const Axes p = simplify_detail::int_list_param(*t->params, "permutation");
+    if (const Equation* t = s.produced_by(a, shape_family::transpose_p())) {
+      const Axes p = t->params->as<shape_family::TransposeParams>().permutation;
       if (perm && *perm != p) return std::nullopt;
       perm = p;
       if (!only_read_by(s, a, e)) return std::nullopt;
     }
   if (!perm || static_cast<int64_t>(perm->size()) != out.ndim()) return std::nullopt;
   for (const Atom& a : e.inputs)  // never transpose more bytes than before (convert f32 -> f64)
-    if (s.produced_by(a, P.transpose) && dtype_size(out.dtype) > dtype_size(s.aval(a).dtype)) return std::nullopt;
+    if (s.produced_by(a, shape_family::transpose_p()) && dtype_size(out.dtype) > dtype_size(s.aval(a).dtype)) return std::nullopt;
   Shape shape(Axes(perm->size()));
   for (size_t k = 0; k < perm->size(); ++k) shape[(*perm)[k]] = out.shape[static_cast<int64_t>(k)];
   std::vector<Atom> args;
@@ -284,12 +280,12 @@ std::optional<Atom> sink_through_elementwise(Sweep& s, const Equation& e, const 
     if (s.aval(a).ndim() == 0) {
       args.push_back(a);
       rebroadcast.emplace_back();
-    } else if (const Equation* t = s.produced_by(a, P.transpose)) {
+    } else if (const Equation* t = s.produced_by(a, shape_family::transpose_p())) {
       args.push_back(t->inputs[0]);
       rebroadcast.emplace_back();
-    } else if (const Equation* b = s.produced_by(a, P.broadcast)) {
+    } else if (const Equation* b = s.produced_by(a, shape_family::broadcast_in_dim_p())) {
       Axes dims;
-      for (int64_t d : simplify_detail::int_list_param(*b->params, "broadcast_dimensions"))
+      for (int64_t d : b->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions)
         dims.push_back((*perm)[static_cast<size_t>(d)]);
       if (!std::is_sorted(dims.begin(), dims.end())) return std::nullopt;
       args.push_back(b->inputs[0]);
@@ -330,9 +326,9 @@ bool read_in_place(const Axes& batch, const Axes& free, const Axes& contract) {
 std::optional<Atom> absorb_transpose(Sweep& s, const Equation& e, const Operand& l, const Operand& r, bool on_lhs,
                                      const AbstractValue& out) {
   const Operand& a = on_lhs ? l : r;
-  const Equation* t = s.produced_by(a.atom, prims().transpose);
+  const Equation* t = s.produced_by(a.atom, shape_family::transpose_p());
   if (!t || t->inputs[0].is_literal()) return std::nullopt;
-  const Axes perm = simplify_detail::int_list_param(*t->params, "permutation");
+  const Axes perm = t->params->as<shape_family::TransposeParams>().permutation;
   if (static_cast<int64_t>(perm.size()) != a.shape.size()) return std::nullopt;
   auto mapped = [&](const Axes& dims) {
     Axes m;
@@ -354,11 +350,10 @@ std::optional<Atom> absorb_transpose(Sweep& s, const Equation& e, const Operand&
 // reduce(transpose(a, p), axes) -> transpose(reduce(a, p[axes]), q): the transpose moves to the
 // smaller reduced value (and disappears when the kept dims stay in order).
 std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const AbstractValue& out) {
-  const auto& P = prims();
-  const Equation* t = s.produced_by(e.inputs[0], P.transpose);
+  const Equation* t = s.produced_by(e.inputs[0], shape_family::transpose_p());
   if (!t || s.uses(e.inputs[0]) != 1) return std::nullopt;
-  const Axes perm = simplify_detail::int_list_param(*t->params, "permutation");
-  const Axes axes = simplify_detail::int_list_param(*e.params, "axes");
+  const Axes perm = t->params->as<shape_family::TransposeParams>().permutation;
+  const Axes axes = e.params->as<reduction_family::ReduceParams>().axes;
   Axes moved, kept;  // dims of a: reduced, and kept in the output's order
   for (int64_t k = 0; k < static_cast<int64_t>(perm.size()); ++k)
     (std::binary_search(axes.begin(), axes.end(), k) ? moved : kept).push_back(perm[static_cast<size_t>(k)]);
@@ -369,9 +364,9 @@ std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const Abstr
   for (int64_t d : kept) q.push_back(std::lower_bound(rest.begin(), rest.end(), d) - rest.begin());
   const Primitive* p = e.primitive;
   return s.emit(out, {t->inputs[0]}, [&](const std::vector<Tensor>& xs) {
-    Tensor r = p == P.reduce_sum ? lax::reduce_sum(xs[0], moved)
-               : p == P.reduce_max ? lax::reduce_max(xs[0], moved)
-               : p == P.reduce_min ? lax::reduce_min(xs[0], moved)
+    Tensor r = p == &reduction_family::reduce_sum_p() ? lax::reduce_sum(xs[0], moved)
+               : p == &reduction_family::reduce_max_p() ? lax::reduce_max(xs[0], moved)
+               : p == &reduction_family::reduce_min_p() ? lax::reduce_min(xs[0], moved)
                                    : lax::reduce_prod(xs[0], moved);
     return std::is_sorted(q.begin(), q.end()) ? r : lax::transpose(r, q);
   });
@@ -386,7 +381,7 @@ std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const Abstr
 // an infinite b_kj and a zero a_ik among non-zero ones (bench W8's gradient computes the product).
 std::optional<Atom> sum_into_product(Sweep& s, const Equation& e, const AbstractValue& out) {
   if (is_floating(out.dtype)) return std::nullopt;
-  const Equation* p = s.produced_by(e.inputs[0], prims().dot_general);
+  const Equation* p = s.produced_by(e.inputs[0], dot_general_family::dot_general_p());
   if (!p || s.uses(e.inputs[0]) != 1) return std::nullopt;
   const auto ops = operands_of(s, *p);
   if (!ops) return std::nullopt;
@@ -395,7 +390,7 @@ std::optional<Atom> sum_into_product(Sweep& s, const Equation& e, const Abstract
   const auto [lpos, rpos] = output_positions(l, r);
   const int64_t nb = static_cast<int64_t>(l.batch.size());
   Axes summed_l, summed_r, rest;
-  for (int64_t axis : simplify_detail::int_list_param(*e.params, "axes")) {
+  for (int64_t axis : e.params->as<reduction_family::ReduceParams>().axes) {
     const int64_t dl = index_in(lpos, axis), dr = index_in(rpos, axis);
     if (axis >= nb && dl >= 0) summed_l.push_back(dl);
     else if (axis >= nb && dr >= 0) summed_r.push_back(dr);
@@ -427,9 +422,9 @@ namespace simplify_detail {
 
 std::optional<Spread> spread_of(const Sweep& s, const Atom& a) {
   using Axes = std::vector<int64_t>;
-  const Equation* b = s.produced_by(a, prims().broadcast);
+  const Equation* b = s.produced_by(a, shape_family::broadcast_in_dim_p());
   if (!b) return std::nullopt;
-  const Axes dims = simplify_detail::int_list_param(*b->params, "broadcast_dimensions");
+  const Axes dims = b->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
   const Shape& xs = s.aval(b->inputs[0]).shape;
   const Shape& shape = s.aval(a).shape;
   if (static_cast<int64_t>(dims.size()) != xs.size() || !std::is_sorted(dims.begin(), dims.end()))
@@ -448,10 +443,10 @@ std::optional<Atom> product_rules(Sweep& s, const Equation& e) {
   using namespace simplify_products;
   const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
   if (e.primitive->traits.elementwise) return sink_through_elementwise(s, e, out);
-  if (e.primitive == prims().reduce_sum)
+  if (e.primitive == &reduction_family::reduce_sum_p())
     if (std::optional<Atom> res = sum_into_product(s, e, out)) return res;
   if (is_reduction(e.primitive)) return sink_into_reduction(s, e, out);
-  if (e.primitive != prims().dot_general) return std::nullopt;
+  if (e.primitive != &dot_general_family::dot_general_p()) return std::nullopt;
   const auto ops = operands_of(s, e);
   if (!ops) return std::nullopt;
   const auto& [l, r] = *ops;

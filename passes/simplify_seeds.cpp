@@ -11,7 +11,6 @@
 namespace fluxion::passes {
 namespace simplify_seeds {
 
-using simplify_detail::prims;
 using simplify_detail::Sweep;
 using Axes = std::vector<int64_t>;
 
@@ -21,17 +20,16 @@ bool is_square_matrix(const AbstractValue& a) { return a.ndim() == 2 && a.shape[
 bool is_iota_vector(const Sweep& s, const Atom& a) {
   if (s.aval(a).ndim() != 1) return false;
   if (Tensor c = s.constant(a); c.defined()) return simplify_detail::constant_facts(c).iota;
-  return s.produced_by(a, prims().iota) != nullptr;
+  return s.produced_by(a, indexing_family::iota_p()) != nullptr;
 }
 
 /// The dim that `a` counts along when `a` holds each element's index in that dim: an iota, or a
 /// broadcast_in_dim of a 1-d iota.
 std::optional<int64_t> index_dim(const Sweep& s, const Atom& a) {
-  const auto& P = prims();
-  if (const Equation* i = s.produced_by(a, P.iota)) return simplify_detail::int_param(*i->params, "dimension");
-  const Equation* b = s.produced_by(a, P.broadcast);
+  if (const Equation* i = s.produced_by(a, indexing_family::iota_p())) return i->params->as<indexing_family::IotaParams>().dimension;
+  const Equation* b = s.produced_by(a, shape_family::broadcast_in_dim_p());
   if (!b || !is_iota_vector(s, b->inputs[0])) return std::nullopt;
-  return simplify_detail::int_list_param(*b->params, "broadcast_dimensions")[0];
+  return b->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions[0];
 }
 
 /// True when `a` is an n x n identity matrix: a constant with those values, or
@@ -39,10 +37,9 @@ std::optional<int64_t> index_dim(const Sweep& s, const Atom& a) {
 bool is_identity(const Sweep& s, const Atom& a) {
   if (!is_square_matrix(s.aval(a))) return false;
   if (Tensor c = s.constant(a); c.defined()) return simplify_detail::constant_facts(c).identity;
-  const auto& P = prims();
   Atom mask = a;
-  if (const Equation* cv = s.produced_by(a, P.convert)) mask = cv->inputs[0];
-  const Equation* eq = s.produced_by(mask, P.eq);
+  if (const Equation* cv = s.produced_by(a, conversion_family::convert_element_type_p())) mask = cv->inputs[0];
+  const Equation* eq = s.produced_by(mask, binary_family::eq_p());
   if (!eq || s.aval(eq->inputs[0]).shape != s.aval(a).shape || s.aval(eq->inputs[1]).shape != s.aval(a).shape)
     return false;
   const std::optional<int64_t> d0 = index_dim(s, eq->inputs[0]), d1 = index_dim(s, eq->inputs[1]);
@@ -58,18 +55,17 @@ struct Diagonal {
 /// along either dim (I[i,j] v[j] = I[i,j] v[i]).
 std::optional<Diagonal> diagonal_of(const Sweep& s, const Atom& a) {
   if (is_identity(s, a)) return Diagonal{};
-  const auto& P = prims();
-  const Equation* m = s.produced_by(a, P.mul);
+  const Equation* m = s.produced_by(a, binary_family::mul_p());
   if (!m || !is_square_matrix(s.aval(a))) return std::nullopt;
   const int64_t n = s.aval(a).shape[0];
   for (size_t i = 0; i < 2; ++i) {
     if (!is_identity(s, m->inputs[i])) continue;
     const Atom& other = m->inputs[1 - i];
     if (std::optional<Atom> r = s.rank0(other)) return Diagonal{*r};
-    const Equation* b = s.produced_by(other, P.broadcast);
+    const Equation* b = s.produced_by(other, shape_family::broadcast_in_dim_p());
     if (!b) continue;
     const Atom& v = b->inputs[0];
-    const Axes dims = simplify_detail::int_list_param(*b->params, "broadcast_dimensions");
+    const Axes dims = b->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
     if (s.aval(v).shape == Shape{n} && dims.size() == 1) return Diagonal{v};
   }
   return std::nullopt;
@@ -79,8 +75,8 @@ std::optional<Diagonal> diagonal_of(const Sweep& s, const Atom& a) {
 // of X (no batch dims): the result is X with dim k moved to D's free-dim position (first when D
 // is the lhs, last when it is the rhs), scaled by v along that dim.
 std::optional<Atom> diagonal_product(Sweep& s, const Equation& e, const AbstractValue& out) {
-  if (!simplify_detail::axis_pair_param(*e.params, "batch").first.empty()) return std::nullopt;
-  const AxisPair contract = simplify_detail::axis_pair_param(*e.params, "contract");
+  if (!e.params->as<dot_general_family::DotGeneralParams>().batch.first.empty()) return std::nullopt;
+  const AxisPair contract = e.params->as<dot_general_family::DotGeneralParams>().contract;
   for (size_t side = 0; side < 2; ++side) {
     const Axes& d_dims = side == 0 ? contract.first : contract.second;
     const Axes& x_dims = side == 0 ? contract.second : contract.first;
@@ -119,10 +115,9 @@ namespace simplify_detail {
 
 std::optional<Atom> seed_rules(Sweep& s, const Equation& e) {
   using namespace simplify_seeds;
-  const auto& P = prims();
   const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
-  if (e.primitive == P.dot_general) return diagonal_product(s, e, out);
-  if (e.primitive == P.transpose && is_identity(s, e.inputs[0])) return e.inputs[0];
+  if (e.primitive == &dot_general_family::dot_general_p()) return diagonal_product(s, e, out);
+  if (e.primitive == &shape_family::transpose_p() && is_identity(s, e.inputs[0])) return e.inputs[0];
   return std::nullopt;
 }
 

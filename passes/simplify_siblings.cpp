@@ -14,7 +14,6 @@
 namespace fluxion::passes {
 namespace simplify_siblings {
 
-using simplify_detail::prims;
 using simplify_detail::Sweep;
 
 /// Shared matrices smaller than this many elements are left alone: reading them twice is cheap,
@@ -24,7 +23,7 @@ constexpr int64_t kMinSharedElements = int64_t(1) << 16;
 /// The position (0: lhs, 1: rhs) of the vector operand of a dot_general with no batch dims whose
 /// other operand is at least kMinSharedElements large, or -1.
 int vector_side(const Sweep& s, const Equation& e) {
-  if (e.primitive != prims().dot_general || !simplify_detail::axis_pair_param(*e.params, "batch").first.empty()) return -1;
+  if (e.primitive != &dot_general_family::dot_general_p() || !e.params->as<dot_general_family::DotGeneralParams>().batch.first.empty()) return -1;
   const AbstractValue l = s.aval(e.inputs[0]), r = s.aval(e.inputs[1]);
   if (r.shape.size() == 1 && l.shape.size() >= 2 && l.shape.num_elements() >= kMinSharedElements) return 1;
   if (l.shape.size() == 1 && r.shape.size() >= 2 && r.shape.num_elements() >= kMinSharedElements) return 0;
@@ -51,8 +50,8 @@ std::optional<Atom> sibling_products(Sweep& s, const Equation& e) {
     const AbstractValue both_aval{Shape(dims), out.dtype};
     const std::optional<Atom> both = s.emit(both_aval, {shared, first, *second}, [&](const std::vector<Tensor>& x) {
       const Tensor columns = fluxion::stack({x[1], x[2]}, 1);
-      return side == 1 ? lax::dot_general(x[0], columns, simplify_detail::axis_pair_param(params, "contract"), {{}, {}})
-                       : lax::dot_general(columns, x[0], simplify_detail::axis_pair_param(params, "contract"), {{}, {}});
+      return side == 1 ? lax::dot_general(x[0], columns, params.as<dot_general_family::DotGeneralParams>().contract, {{}, {}})
+                       : lax::dot_general(columns, x[0], params.as<dot_general_family::DotGeneralParams>().contract, {{}, {}});
     });
     if (!both) return std::nullopt;
     const int64_t pair_dim = side == 1 ? static_cast<int64_t>(dims.size()) - 1 : 0;

@@ -23,7 +23,6 @@ namespace fluxion::passes {
 namespace simplify_symmetric {
 
 using Axes = std::vector<int64_t>;
-using simplify_detail::prims;
 using simplify_detail::Sweep;
 
 /// Products smaller than this many multiply-adds (N D²) stay ordinary dot_generals: the tiny
@@ -31,11 +30,6 @@ using simplify_detail::Sweep;
 constexpr double kMinGramWork = 1 << 16;
 /// Recursion limit of the operand and symmetry walks (expression depth).
 constexpr int kMaxDepth = 48;
-
-const Primitive* gram_p() {
-  static const Primitive* p = find_primitive("gram");
-  return p;
-}
 
 /// For each dim of `to`, the dim of `from` holding the same elements (-1 for a size-1 dim of
 /// `to`), when `to` only adds or drops size-1 dims of `from`; nullopt otherwise.
@@ -56,8 +50,7 @@ std::optional<Axes> unit_dim_map(const Shape& from, const Shape& to) {
 bool same_var(const Atom& a, const Atom& b) { return !a.is_literal() && !b.is_literal() && a.var == b.var; }
 
 bool is_reshape_like(const Primitive* p) {
-  const auto& P = prims();
-  return p == P.reshape || p == P.squeeze || p == P.expand_dims;
+  return p == &shape_family::reshape_p() || p == &shape_family::squeeze_p() || p == &shape_family::expand_dims_p();
 }
 
 // ---------------------------------------------------------------- gram
@@ -161,30 +154,29 @@ class GramAnalysis {
   std::optional<Factored> through_producer(const Atom& v, int depth) {
     const Equation* e = s_.producer(v);
     if (!e || e->outputs.size() != 1) return std::nullopt;
-    const auto& P = prims();
     const Primitive* p = e->primitive;
     const Shape shape = s_.aval(v).shape;
     auto same_shape = [&](const Atom& a) { return s_.aval(a).shape == shape; };
-    if (p == P.neg) {
+    if (p == &unary_family::neg_p()) {
       std::optional<Factored> f = factor(e->inputs[0], depth + 1);
       if (!f) return std::nullopt;
       f->scale = node(Scale::neg, f->scale);
       return f;
     }
-    if (p == P.transpose) {
+    if (p == &shape_family::transpose_p()) {
       std::optional<Factored> f = factor(e->inputs[0], depth + 1);
       if (!f) return std::nullopt;
-      const Axes perm = simplify_detail::int_list_param(*e->params, "permutation");
+      const Axes perm = e->params->as<shape_family::TransposeParams>().permutation;
       Axes map;
       for (int64_t k : perm) map.push_back(f->map[static_cast<size_t>(k)]);
       f->map = std::move(map);
       return f;
     }
-    if (p == P.broadcast || is_reshape_like(p)) {
+    if (p == &shape_family::broadcast_in_dim_p() || is_reshape_like(p)) {
       const std::optional<Axes> m = unit_dim_map(s_.aval(e->inputs[0]).shape, shape);
       if (!m) return std::nullopt;
-      if (p == P.broadcast) {  // a broadcast must also keep x's dims in order to be a pure reshape
-        const Axes dims = simplify_detail::int_list_param(*e->params, "broadcast_dimensions");
+      if (p == &shape_family::broadcast_in_dim_p()) {  // a broadcast must also keep x's dims in order to be a pure reshape
+        const Axes dims = e->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
         for (size_t i = 0; i < dims.size(); ++i)
           if (s_.aval(e->inputs[0]).shape[static_cast<int64_t>(i)] != shape[dims[i]]) return std::nullopt;
       }
@@ -195,28 +187,28 @@ class GramAnalysis {
       f->map = std::move(map);
       return f;
     }
-    if ((p == P.mul || p == P.div) && e->inputs.size() == 2) {
+    if ((p == &binary_family::mul_p() || p == &binary_family::div_p()) && e->inputs.size() == 2) {
       for (size_t i : {size_t{0}, size_t{1}}) {
-        if (p == P.div && i == 1) break;  // only x / leaf
+        if (p == &binary_family::div_p() && i == 1) break;  // only x / leaf
         const Atom& x = e->inputs[i];
         if (!same_shape(x) || s_.rank0(x)) continue;
         std::optional<std::pair<ScalePtr, int64_t>> l = leaf_of(e->inputs[1 - i], shape);
         if (!l) continue;
         std::optional<Factored> f = factor(x, depth + 1);
         if (!f || !take_scale_dim(*f, l->second)) continue;
-        f->scale = node(p == P.mul ? Scale::mul : Scale::div, f->scale, l->first);
+        f->scale = node(p == &binary_family::mul_p() ? Scale::mul : Scale::div, f->scale, l->first);
         return f;
       }
       return std::nullopt;
     }
-    if ((p == P.add || p == P.sub) && e->inputs.size() == 2) {
+    if ((p == &binary_family::add_p() || p == &binary_family::sub_p()) && e->inputs.size() == 2) {
       if (!same_shape(e->inputs[0]) || !same_shape(e->inputs[1])) return std::nullopt;
       std::optional<Factored> a = factor(e->inputs[0], depth + 1);
       std::optional<Factored> b = factor(e->inputs[1], depth + 1);
       if (!a || !b || !same_var(a->base, b->base) || a->map != b->map) return std::nullopt;
       if (a->scale_dim >= 0 && b->scale_dim >= 0 && a->scale_dim != b->scale_dim) return std::nullopt;
       a->scale_dim = std::max(a->scale_dim, b->scale_dim);
-      a->scale = node(p == P.add ? Scale::add : Scale::sub, a->scale, b->scale);
+      a->scale = node(p == &binary_family::add_p() ? Scale::add : Scale::sub, a->scale, b->scale);
       return a;
     }
     return std::nullopt;
@@ -261,9 +253,9 @@ Tensor evaluate(const ScalePtr& s, const std::vector<Tensor>& leaves, const Tens
 /// dot_general(l, r) with l = x·diag(sl) and r = x·diag(sr) in the layouts the factorisations
 /// describe -> gram(x, sl·sr) reshaped to the product's output.
 std::optional<Atom> gram_of_product(Sweep& s, const Equation& e, const AbstractValue& out) {
-  if (!gram_p() || e.inputs.size() != 2 || !kFloating.contains(out.dtype)) return std::nullopt;
-  const AxisPair contract = simplify_detail::axis_pair_param(*e.params, "contract");
-  const AxisPair batch = simplify_detail::axis_pair_param(*e.params, "batch");
+  if (e.inputs.size() != 2 || !kFloating.contains(out.dtype)) return std::nullopt;
+  const AxisPair contract = e.params->as<dot_general_family::DotGeneralParams>().contract;
+  const AxisPair batch = e.params->as<dot_general_family::DotGeneralParams>().batch;
   if (!batch.first.empty() || contract.first.size() != 1 || contract.second.size() != 1) return std::nullopt;
   const int64_t lc = contract.first[0], rc = contract.second[0];
   if (lc < 0 || lc >= s.aval(e.inputs[0]).ndim() || rc < 0 || rc >= s.aval(e.inputs[1]).ndim()) return std::nullopt;
@@ -293,7 +285,7 @@ std::optional<Atom> gram_of_product(Sweep& s, const Equation& e, const AbstractV
     const Tensor ones = lax::broadcast_in_dim(fluxion::ones({}, out.dtype), Shape{n}, {});
     Tensor scale = lax::mul(evaluate(sl, leaves, ones), evaluate(sr, leaves, ones));
     if (scale.ndim() == 0) scale = lax::mul(ones, scale);
-    return lax::reshape(bind1(*gram_p(), {x, scale}), out.shape);
+    return lax::reshape(lax::gram(x, scale), out.shape);
   });
 }
 
@@ -308,14 +300,13 @@ bool symmetric_in(const Sweep& s, const Atom& v, int64_t d1, int64_t d2, int dep
   if (c.defined()) return a.ndim() == 2 && simplify_detail::constant_facts(c).identity;
   const Equation* e = s.producer(v);
   if (!e || e->outputs.size() != 1 || depth >= kMaxDepth) return false;
-  const auto& P = prims();
   const Primitive* p = e->primitive;
-  if (p == gram_p()) return true;  // rank 2: {d1, d2} = {0, 1}
-  if (p == P.transpose) {
-    const Axes perm = simplify_detail::int_list_param(*e->params, "permutation");
+  if (p == &gram_family::gram_p()) return true;  // rank 2: {d1, d2} = {0, 1}
+  if (p == &shape_family::transpose_p()) {
+    const Axes perm = e->params->as<shape_family::TransposeParams>().permutation;
     return symmetric_in(s, e->inputs[0], perm[static_cast<size_t>(d1)], perm[static_cast<size_t>(d2)], depth + 1);
   }
-  if (p == P.broadcast) {
+  if (p == &shape_family::broadcast_in_dim_p()) {
     // Constant along a new or expanded dim; symmetric when both dims are such, or both read x.
     std::optional<simplify_detail::Spread> sp = simplify_detail::spread_of(s, v);
     if (!sp) return false;
@@ -339,7 +330,7 @@ bool symmetric_in(const Sweep& s, const Atom& v, int64_t d1, int64_t d2, int dep
 
 /// transpose(v, perm) where perm swaps two dims and v is symmetric in them -> v.
 std::optional<Atom> symmetric_transpose(Sweep& s, const Equation& e) {
-  const Axes perm = simplify_detail::int_list_param(*e.params, "permutation");
+  const Axes perm = e.params->as<shape_family::TransposeParams>().permutation;
   Axes moved;
   for (int64_t k = 0; k < static_cast<int64_t>(perm.size()); ++k)
     if (perm[static_cast<size_t>(k)] != k) moved.push_back(k);
@@ -355,8 +346,8 @@ namespace fluxion::passes::simplify_detail {
 
 std::optional<Atom> symmetric_rules(Sweep& s, const Equation& e) {
   using namespace simplify_symmetric;
-  if (e.primitive == prims().transpose) return symmetric_transpose(s, e);
-  if (e.primitive == prims().dot_general) return gram_of_product(s, e, s.jaxpr().avals[e.outputs[0]]);
+  if (e.primitive == &shape_family::transpose_p()) return symmetric_transpose(s, e);
+  if (e.primitive == &dot_general_family::dot_general_p()) return gram_of_product(s, e, s.jaxpr().avals[e.outputs[0]]);
   return std::nullopt;
 }
 

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "passes/simplify.hpp"
+#include "primitives/reduction.hpp"
+#include "primitives/shape.hpp"
 
 namespace fluxion {
 
@@ -24,7 +25,7 @@ std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equati
   const AbstractValue& in = jaxpr.aval_of(e.inputs[0]);
   const int64_t n = in.shape.num_elements();
   if ((in.dtype != f32 && in.dtype != f64) || n == 0) return std::nullopt;
-  const std::vector<int64_t> axes = passes::simplify_detail::int_list_param(*e.params, "axes");
+  const std::vector<int64_t> axes = e.params->as<primitives::reduction_family::ReduceParams>().axes;
   const int64_t rank = in.shape.size(), k = static_cast<int64_t>(axes.size());
   if (k == 0) return std::nullopt;
   // Axes are sorted and unique: they must be one run of adjacent dims.
@@ -64,7 +65,7 @@ bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
 void broadcast_layout(const Jaxpr& jaxpr, const Equation& e, std::vector<int64_t>& dims, std::vector<int64_t>& src) {
   const Shape& in = jaxpr.aval_of(e.inputs[0]).shape;
   const Shape& out = jaxpr.avals[e.outputs[0]].shape;
-  const std::vector<int64_t> bd = passes::simplify_detail::int_list_param(*e.params, "broadcast_dimensions");
+  const std::vector<int64_t> bd = e.params->as<primitives::shape_family::BroadcastInDimParams>().broadcast_dimensions;
   const std::vector<int64_t> in_strides = in.strides();
   std::vector<int64_t> strides(static_cast<size_t>(out.size()), 0);
   for (size_t i = 0; i < bd.size(); ++i)
