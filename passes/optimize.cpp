@@ -1,9 +1,10 @@
 // optimize: the pass pipeline of fx::jit (inline, dce, then simplify, cse, dce until the
-// equation count settles).
+// equation count settles); FLUXION_DISABLE=simplify or cse leaves that pass out.
 #include <cstdlib>
 #include <iostream>
 
 #include "passes/passes.hpp"
+#include "runtime/switches.hpp"
 
 namespace fluxion::passes {
 namespace optimize_detail {
@@ -31,10 +32,13 @@ Jaxpr pipeline(const char* inline_name, Jaxpr (*inline_pass)(const Jaxpr&), cons
   // Dead equations first (a gradient's unused primal products): rules that pair equations
   // (simplify_siblings.cpp) must not pair a live one with a dead one.
   current = run_pass("dce", &dce, current);
+  // Switched-off passes are skipped (runtime/switches.hpp), read once per compile.
+  const bool simplifying = runtime::enabled(runtime::Switch::simplify);
+  const bool merging = runtime::enabled(runtime::Switch::cse);
   for (int round = 0; round < optimize_detail::kMaxRounds; ++round) {
     const size_t before = current.equations.size();
-    current = run_pass("simplify", &simplify, current);
-    current = run_pass("cse", &cse, current);
+    if (simplifying) current = run_pass("simplify", &simplify, current);
+    if (merging) current = run_pass("cse", &cse, current);
     current = run_pass("dce", &dce, current);
     if (current.equations.size() == before) break;
   }

@@ -1,6 +1,6 @@
-// simplify: sweeps the rules of simplify_algebra.cpp, simplify_seeds.cpp, simplify_products.cpp,
-// simplify_symmetric.cpp and simplify_siblings.cpp and folds small constants, to a fixed point.
-// Every rewrite replaces a variable by an atom of the same aval.
+// simplify: sweeps the rule table (rules of simplify_algebra.cpp, simplify_seeds.cpp,
+// simplify_products.cpp, simplify_symmetric.cpp and simplify_siblings.cpp) and folds small
+// constants, to a fixed point. Every rewrite replaces a variable by an atom of the same aval.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +16,54 @@ namespace simplify_detail {
 constexpr int64_t kMaxFolded = 1024;
 /// Sweeps before simplify gives up on reaching a fixed point.
 constexpr int kMaxSweeps = 32;
+
+// ---- the rule table ----
+
+const std::vector<RuleEntry>& rule_table() {
+  using runtime::Switch;
+  namespace algebra = simplify_algebra;
+  namespace products = simplify_products;
+  const Primitive* any = nullptr;
+  const Primitive* transpose = &shape_family::transpose_p();
+  const Primitive* broadcast = &shape_family::broadcast_in_dim_p();
+  const Primitive* dot = &dot_general_family::dot_general_p();
+  const Primitive* reduce_sum = &reduction_family::reduce_sum_p();
+  static const std::vector<RuleEntry> table = {
+      // A dropped transpose beats any rewrite of it.
+      {"symmetric_transpose", transpose, Switch::gram, &simplify_symmetric::symmetric_transpose},
+      {"same_aval_identity", any, Switch::algebra, &algebra::same_aval_identity},
+      {"overwriting_update", &indexing_family::dynamic_update_slice_p(), Switch::algebra, &algebra::overwriting_update},
+      {"units", any, Switch::algebra, &algebra::units},
+      {"absorbed_negation", any, Switch::algebra, &algebra::absorbed_negation},
+      {"transpose_chain", transpose, Switch::algebra, &algebra::transpose_chain},
+      {"reshape_chain", any, Switch::algebra, &algebra::reshape_chain},
+      {"broadcast_chain", broadcast, Switch::algebra, &algebra::broadcast_chain},
+      {"broadcast_as_reshape", broadcast, Switch::algebra, &algebra::broadcast_as_reshape},
+      {"scalar_factors", any, Switch::algebra, &algebra::scalar_factors},
+      {"select_known", &conversion_family::select_p(), Switch::algebra, &algebra::select_known},
+      {"scaling_past_sum", reduce_sum, Switch::algebra, &algebra::scaling_past_sum},
+      {"diagonal_product", dot, Switch::seeds, &simplify_seeds::diagonal_product},
+      {"identity_transpose", transpose, Switch::seeds, &simplify_seeds::identity_transpose},
+      {"sink_through_elementwise", any, Switch::products, &products::sink_through_elementwise},
+      {"sum_into_product", reduce_sum, Switch::products, &products::sum_into_product},
+      {"sink_into_reduction", any, Switch::products, &products::sink_into_reduction},
+      {"shrink_spread_operands", dot, Switch::products, &products::shrink_spread_operands},
+      {"distribute_over_sum", dot, Switch::products, &products::distribute_over_sum},
+      {"absorb_transposes", dot, Switch::products, &products::absorb_transposes},
+      // A product becomes a gram only after the product rules had their chance to shrink its operands.
+      {"gram_of_product", dot, Switch::gram, &simplify_symmetric::gram_of_product},
+      {"sibling_products", dot, Switch::siblings, &simplify_siblings::sibling_products},
+  };
+  return table;
+}
+
+/// The entries of rule_table() whose group is switched on, read once per simplify().
+std::vector<const RuleEntry*> enabled_rules() {
+  std::vector<const RuleEntry*> rules;
+  for (const RuleEntry& entry : rule_table())
+    if (runtime::enabled(entry.group)) rules.push_back(&entry);
+  return rules;
+}
 
 // ---- facts about constants, cached per TensorImpl ----
 
@@ -67,7 +115,8 @@ bool exact_factor(const Sweep& s, const Atom& c) {
 
 // ---- the sweep ----
 
-Sweep::Sweep(Jaxpr& jaxpr) : jaxpr_(jaxpr), uses_(jaxpr.avals.size(), 0) {
+Sweep::Sweep(Jaxpr& jaxpr, const std::vector<const RuleEntry*>& rules)
+    : jaxpr_(jaxpr), uses_(jaxpr.avals.size(), 0), rules_(rules) {
   grow();
   for (size_t i = 0; i < jaxpr_.constvars.size(); ++i) const_slot_[jaxpr_.constvars[i]] = static_cast<int32_t>(i);
   for (const Equation& e : jaxpr_.equations)
@@ -278,16 +327,12 @@ bool Sweep::run() {
     }
     for (Atom& a : e.inputs) a = resolve(a);
     changed |= scalarize_operands(e);
-    if (e.outputs.size() == 1) {
+    if (e.outputs.size() == 1 && !e.inputs.empty()) {
       const AbstractValue want = jaxpr_.avals[e.outputs[0]];
-      // Symmetric rules first: a dropped transpose beats any rewrite of it; a product becomes a
-      // gram only after the product rules had their chance to shrink its operands.
-      std::optional<Atom> r = e.primitive == &shape_family::transpose_p() ? symmetric_rules(*this, e) : std::nullopt;
-      if (!r) r = algebra_rules(*this, e);
-      if (!r) r = seed_rules(*this, e);
-      if (!r) r = product_rules(*this, e);
-      if (!r && e.primitive == &dot_general_family::dot_general_p()) r = symmetric_rules(*this, e);
-      if (!r && e.primitive == &dot_general_family::dot_general_p()) r = sibling_rules(*this, e);
+      std::optional<Atom> r;
+      for (const RuleEntry* entry : rules_)
+        if (!entry->primitive || entry->primitive == e.primitive)
+          if ((r = entry->rule(*this, e, want))) break;
       if (r && aval(*r) == want) {
         grow();
         repl_[e.outputs[0]] = *r;
@@ -310,8 +355,9 @@ bool Sweep::run() {
 
 Jaxpr simplify(const Jaxpr& jaxpr) {
   Jaxpr out = jaxpr;
+  const std::vector<const simplify_detail::RuleEntry*> rules = simplify_detail::enabled_rules();
   for (int sweep = 0; sweep < simplify_detail::kMaxSweeps; ++sweep)
-    if (!simplify_detail::Sweep(out).run()) break;
+    if (!simplify_detail::Sweep(out, rules).run()) break;
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "primitives/reduction.hpp"
 #include "primitives/shape.hpp"
 #include "primitives/unary.hpp"
+#include "runtime/switches.hpp"
 
 namespace fluxion::passes {
 // The primitive families whose handles the rules compare equations to (`e.primitive ==
@@ -39,11 +40,14 @@ struct ConstantFacts {
 };
 ConstantFacts constant_facts(const Tensor& t);
 
+struct RuleEntry;
+
 /// One forward sweep over a Jaxpr's equations. Rules see the kept equations (inputs already
 /// replaced) through producer(); a rule answers the atom replacing an equation's single output.
 class Sweep {
  public:
-  explicit Sweep(Jaxpr& jaxpr);
+  /// A sweep trying `rules` (entries of rule_table(), in its order) on each equation.
+  Sweep(Jaxpr& jaxpr, const std::vector<const RuleEntry*>& rules);
   /// Runs every rule once over the equations; true when something changed.
   bool run();
 
@@ -94,6 +98,7 @@ class Sweep {
   std::vector<Equation> pending_;   // the equations as the sweep began; those before next_ are moved out
   size_t next_ = 0;                 // index in pending_ of the equation after the one being rewritten
   std::deque<Equation> kept_;
+  const std::vector<const RuleEntry*>& rules_;
 };
 
 /// True for ±2^k (finite, non-zero): multiplying by it only moves the exponent, so it rounds
@@ -118,22 +123,83 @@ struct Spread {
 /// The Spread of `a` when a broadcast_in_dim produced it (simplify_products.cpp).
 std::optional<Spread> spread_of(const Sweep& s, const Atom& a);
 
-/// A rewrite of one single-output equation: the atom replacing its output, or nullopt.
-using Rule = std::optional<Atom> (*)(Sweep& sweep, const Equation& eqn);
+/// A rewrite of one single-output equation with output aval `out`: the atom replacing its output
+/// (an atom of aval `out`), or nullopt.
+using Rule = std::optional<Atom> (*)(Sweep& sweep, const Equation& eqn, const AbstractValue& out);
 
-/// Algebraic identities (simplify_algebra.cpp): units and negation, movement chains, select.
-std::optional<Atom> algebra_rules(Sweep& sweep, const Equation& eqn);
-/// Jacobian-seed rules (simplify_seeds.cpp): products with identity and diagonal matrices.
-std::optional<Atom> seed_rules(Sweep& sweep, const Equation& eqn);
-/// Product rules (simplify_products.cpp): dot_general of broadcast operands done on the
-/// unbroadcast values (for integers also distributed over a sum of such operands when that is
-/// cheaper); transposes moved past elementwise ops into the reductions after them.
-std::optional<Atom> product_rules(Sweep& sweep, const Equation& eqn);
-/// Sibling-product rule (simplify_siblings.cpp): two matrix-vector products of one large matrix
-/// become one product with the vectors stacked.
-std::optional<Atom> sibling_rules(Sweep& sweep, const Equation& eqn);
-/// Symmetric-product rules (simplify_symmetric.cpp): xᵀ diag(s) x products -> gram(x, s);
-/// transposes of values symmetric in the swapped dims dropped.
-std::optional<Atom> symmetric_rules(Sweep& sweep, const Equation& eqn);
+/// One simplification rule: tried on the equations applying `primitive` (on every equation when
+/// nullptr) while the switch of its `group` is on (runtime/switches.hpp).
+struct RuleEntry {
+  const char* name;
+  const Primitive* primitive;
+  runtime::Switch group;
+  Rule rule;
+};
+/// Every rule, in the order a sweep tries them on an equation: the first answer wins (simplify.cpp).
+const std::vector<RuleEntry>& rule_table();
 
 }  // namespace fluxion::passes::simplify_detail
+
+// The rules, one function each, grouped by the file that defines them.
+
+namespace fluxion::passes::simplify_algebra {
+using simplify_detail::Sweep;
+using Result = std::optional<Atom>;
+/// An equation computing operand 0 unchanged at the output's aval (see unchanged_when_same_aval).
+Result same_aval_identity(Sweep& s, const Equation& e, const AbstractValue& out);
+/// dynamic_update_slice whose update covers the whole operand: the update.
+Result overwriting_update(Sweep& s, const Equation& e, const AbstractValue& out);
+/// x*1, x*-1, x+(-0), x-(+0), x/1, neg(neg x).
+Result units(Sweep& s, const Equation& e, const AbstractValue& out);
+/// Negations absorbed by the add, sub or product reading them.
+Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out);
+/// Transposes composed, undone, or moved into the products and elementwise ops below them.
+Result transpose_chain(Sweep& s, const Equation& e, const AbstractValue& out);
+/// Chains of reshape/squeeze/expand_dims as one reshape.
+Result reshape_chain(Sweep& s, const Equation& e, const AbstractValue& out);
+/// broadcast_in_dim of a broadcast (or of a reshape inserting size-1 dims) as one broadcast.
+Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out);
+/// broadcast_in_dim that only inserts size-1 dims as a reshape.
+Result broadcast_as_reshape(Sweep& s, const Equation& e, const AbstractValue& out);
+/// a + a as a * 2; exact products of rank-0 float factors folded.
+Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out);
+/// select with a known predicate or equal branches.
+Result select_known(Sweep& s, const Equation& e, const AbstractValue& out);
+/// sum(x * c) as sum(x) * c for an exact rank-0 factor c.
+Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out);
+}  // namespace fluxion::passes::simplify_algebra
+
+namespace fluxion::passes::simplify_seeds {
+/// Products with an identity or diagonal matrix as a transpose and scaling of the other operand.
+std::optional<Atom> diagonal_product(simplify_detail::Sweep& s, const Equation& e, const AbstractValue& out);
+/// transpose of an identity matrix: the identity.
+std::optional<Atom> identity_transpose(simplify_detail::Sweep& s, const Equation& e, const AbstractValue& out);
+}  // namespace fluxion::passes::simplify_seeds
+
+namespace fluxion::passes::simplify_products {
+using simplify_detail::Sweep;
+/// E(transpose(a), ...) as transpose(E(a, ...)) for an elementwise E.
+std::optional<Atom> sink_through_elementwise(Sweep& s, const Equation& e, const AbstractValue& out);
+/// An integer sum over a product's free dims taken on its operands first.
+std::optional<Atom> sum_into_product(Sweep& s, const Equation& e, const AbstractValue& out);
+/// reduce(transpose(a)) as transpose(reduce(a)).
+std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const AbstractValue& out);
+/// A product of a broadcast operand computed on the unbroadcast value.
+std::optional<Atom> shrink_spread_operands(Sweep& s, const Equation& e, const AbstractValue& out);
+/// An integer product of a sum of broadcasts distributed over the sum when cheaper.
+std::optional<Atom> distribute_over_sum(Sweep& s, const Equation& e, const AbstractValue& out);
+/// A transpose feeding a product absorbed into its dimension pairs.
+std::optional<Atom> absorb_transposes(Sweep& s, const Equation& e, const AbstractValue& out);
+}  // namespace fluxion::passes::simplify_products
+
+namespace fluxion::passes::simplify_symmetric {
+/// A transpose swapping two dims of a value symmetric in them: the value.
+std::optional<Atom> symmetric_transpose(simplify_detail::Sweep& s, const Equation& e, const AbstractValue& out);
+/// xᵀ diag(s) x products as gram(x, s).
+std::optional<Atom> gram_of_product(simplify_detail::Sweep& s, const Equation& e, const AbstractValue& out);
+}  // namespace fluxion::passes::simplify_symmetric
+
+namespace fluxion::passes::simplify_siblings {
+/// Matrix-vector products sharing their matrix as one product with the vectors stacked.
+std::optional<Atom> sibling_products(simplify_detail::Sweep& s, const Equation& e, const AbstractValue& out);
+}  // namespace fluxion::passes::simplify_siblings

@@ -18,8 +18,6 @@
 namespace fluxion::passes {
 namespace simplify_algebra {
 
-using simplify_detail::Sweep;
-using Result = std::optional<Atom>;
 using Axes = std::vector<int64_t>;
 
 bool is_value(const std::optional<double>& v, double x) { return v && *v == x; }
@@ -34,14 +32,29 @@ bool is_identity_permutation(const Axes& perm) {
 /// broadcast/reshape/squeeze/expand_dims/slice/dynamic_slice to the same shape (starts are then 0),
 /// a conversion to the same dtype, a reduction over no axes, a concatenation of one operand.
 bool unchanged_when_same_aval(const Primitive* p) {
-  for (const Primitive* q : {&shape_family::broadcast_in_dim_p(), &shape_family::reshape_p(), &shape_family::squeeze_p(), &shape_family::expand_dims_p(), &indexing_family::slice_p(), &indexing_family::dynamic_slice_p(),
-                             &conversion_family::convert_element_type_p(), &reduction_family::reduce_sum_p(), &reduction_family::reduce_max_p(), &reduction_family::reduce_min_p(), &reduction_family::reduce_prod_p(), &indexing_family::concatenate_p()})
+  for (const Primitive* q : {&shape_family::broadcast_in_dim_p(), &shape_family::reshape_p(),
+                             &shape_family::squeeze_p(), &shape_family::expand_dims_p(), &indexing_family::slice_p(),
+                             &indexing_family::dynamic_slice_p(), &conversion_family::convert_element_type_p(),
+                             &reduction_family::reduce_sum_p(), &reduction_family::reduce_max_p(),
+                             &reduction_family::reduce_min_p(), &reduction_family::reduce_prod_p(),
+                             &indexing_family::concatenate_p()})
     if (p == q) return true;
   return false;
 }
 
 bool is_reshape_like(const Primitive* p) {
   return p == &shape_family::reshape_p() || p == &shape_family::squeeze_p() || p == &shape_family::expand_dims_p();
+}
+
+Result same_aval_identity(Sweep& s, const Equation& e, const AbstractValue& out) {
+  const Primitive* p = e.primitive;
+  if (!unchanged_when_same_aval(p) || (p == &indexing_family::concatenate_p() && e.inputs.size() != 1))
+    return std::nullopt;
+  return s.aval(e.inputs[0]) == out ? Result(e.inputs[0]) : std::nullopt;
+}
+
+Result overwriting_update(Sweep& s, const Equation& e, const AbstractValue& out) {
+  return s.aval(e.inputs[1]) == out ? Result(e.inputs[1]) : std::nullopt;
 }
 
 /// True when adding `c` (subtracting it, when `subtract`) leaves every x as it is: a float -0
@@ -71,7 +84,8 @@ Result units(Sweep& s, const Equation& e, const AbstractValue& out) {
         return s.emit(out, {x}, [](const std::vector<Tensor>& xs) { return lax::neg(xs[0]); });
     }
   }
-  if ((p == &binary_family::sub_p() && is_additive_unit(s, e.inputs[1], true)) || (p == &binary_family::div_p() && is_value(s.splat(e.inputs[1]), 1)))
+  if ((p == &binary_family::sub_p() && is_additive_unit(s, e.inputs[1], true)) ||
+      (p == &binary_family::div_p() && is_value(s.splat(e.inputs[1]), 1)))
     return if_same(e.inputs[0]);
   return std::nullopt;
 }
@@ -216,6 +230,7 @@ Result transpose_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
 
 // Chains of reshape/squeeze/expand_dims are one reshape (all reinterpret row-major order).
 Result reshape_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
+  if (!is_reshape_like(e.primitive)) return std::nullopt;
   const Equation* inner = s.producer(e.inputs[0]);
   if (!inner || !is_reshape_like(inner->primitive)) return std::nullopt;
   const Atom x = inner->inputs[0];
@@ -249,9 +264,8 @@ Result broadcast_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
 }
 
 // broadcast_in_dim that only inserts size-1 dims (as many elements, dims in order) is a reshape:
-// a view, where the broadcast was a copy made per block (bench W4: the Hessian's constant
-// identity, [d, d] -> [d, 1, d], copied block by block before its scaling). A broadcast reading
-// it still composes with it (broadcast_chain).
+// a view, where the broadcast was a copy made per block (measured: bench/RESULTS.md). A
+// broadcast reading it still composes with it (broadcast_chain).
 Result broadcast_as_reshape(Sweep& s, const Equation& e, const AbstractValue& out) {
   const Axes dims = e.params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
   if (s.aval(e.inputs[0]).shape.num_elements() != out.shape.num_elements() || !std::is_sorted(dims.begin(), dims.end()))
@@ -272,12 +286,12 @@ bool exact_refactoring(double inner, double outer, DType dtype) {
 // a + a -> a * 2 (the same rounding, overflow and signed zero), and (x * c1) * c2 -> x * (c1 c2)
 // for rank-0 float constants where exact_refactoring says so (the inner product read only here).
 // Reverse mode leaves both: the gradient of a square adds ct x twice, and the Hessian of an L2
-// penalty scales its identity by the weight and then doubles it (bench W4: no longer folded, the
-// weight is not a power of two applied first).
+// penalty scales its identity by the weight and then doubles it.
 Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out) {
   if (e.inputs.size() != 2 || (out.dtype != f32 && out.dtype != f64)) return std::nullopt;
   const Atom &a = e.inputs[0], &b = e.inputs[1];
-  if (e.primitive == &binary_family::add_p() && !a.is_literal() && !b.is_literal() && a.var == b.var && s.aval(a) == out)
+  if (e.primitive == &binary_family::add_p() && !a.is_literal() && !b.is_literal() && a.var == b.var &&
+      s.aval(a) == out)
     return s.emit(out, {a}, [](const std::vector<Tensor>& xs) { return xs[0] * 2.0; });
   if (e.primitive != &binary_family::mul_p()) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {
@@ -297,7 +311,7 @@ Result scalar_factors(Sweep& s, const Equation& e, const AbstractValue& out) {
 }
 
 // select with a known predicate picks a branch; equal branches need no predicate.
-Result select_known(Sweep& s, const Equation& e) {
+Result select_known(Sweep& s, const Equation& e, const AbstractValue&) {
   const std::optional<double> pred = s.splat(e.inputs[0]);
   if (pred) return *pred != 0 ? e.inputs[1] : e.inputs[2];
   const Atom &a = e.inputs[1], &b = e.inputs[2];
@@ -309,8 +323,7 @@ Result select_known(Sweep& s, const Equation& e) {
 // integer, or a float constant +2^k), when the scaled value is read only by the sum: the
 // scaling then touches the (smaller) reduced value instead of a full-size pass of its own. Only
 // the sum's order changes (and where the sum overflows or underflows). Not for a negation: a sum
-// cancelling to +0 would become -0 (W8's gradient negates a [K, n, d] product before summing over
-// n: the negation stays in the group with the sum).
+// cancelling to +0 would become -0 (the negation stays fused with the sum instead).
 Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
   const Equation* inner = s.producer(e.inputs[0]);
   if (!inner || inner->outputs.size() != 1 || s.uses(e.inputs[0]) != 1) return std::nullopt;
@@ -328,8 +341,8 @@ Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
 
 // Negations absorbed by the operation reading them: add(a, neg b) -> sub(a, b), add(neg a, b) ->
 // sub(b, a), sub(a, neg b) -> add(a, b); and mul(x, neg y) -> neg(mul(x, y)) when the neg is read
-// only there, so that an add or sub after the product absorbs it (reverse mode leaves these:
-// W1's gradient of exp(-x^2) adds x * neg(exp(..)) twice). Exact in IEEE and in wrapping integers.
+// only there, so that an add or sub after the product absorbs it (reverse mode leaves these: the
+// gradient of exp(-x^2) adds x * neg(exp(..)) twice). Exact in IEEE and in wrapping integers.
 Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out) {
   const Primitive* p = e.primitive;
   if (e.inputs.size() != 2) return std::nullopt;
@@ -360,30 +373,4 @@ Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out) 
 }
 
 }  // namespace simplify_algebra
-
-namespace simplify_detail {
-
-std::optional<Atom> algebra_rules(Sweep& s, const Equation& e) {
-  using namespace simplify_algebra;
-  const Primitive* p = e.primitive;
-  const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
-  if (e.inputs.empty()) return std::nullopt;
-  if (unchanged_when_same_aval(p) && (p != &indexing_family::concatenate_p() || e.inputs.size() == 1) && s.aval(e.inputs[0]) == out)
-    return e.inputs[0];
-  if (p == &indexing_family::dynamic_update_slice_p() && s.aval(e.inputs[1]) == out) return e.inputs[1];  // overwrites all
-  if (Result r = units(s, e, out)) return r;
-  if (Result r = absorbed_negation(s, e, out)) return r;
-  if (p == &shape_family::transpose_p()) return transpose_chain(s, e, out);
-  if (is_reshape_like(p)) return reshape_chain(s, e, out);
-  if (p == &shape_family::broadcast_in_dim_p()) {
-    if (Result r = broadcast_chain(s, e, out)) return r;
-    return broadcast_as_reshape(s, e, out);
-  }
-  if (Result r = scalar_factors(s, e, out)) return r;
-  if (p == &conversion_family::select_p()) return select_known(s, e);
-  if (p == &reduction_family::reduce_sum_p()) return scaling_past_sum(s, e, out);
-  return std::nullopt;
-}
-
-}  // namespace simplify_detail
 }  // namespace fluxion::passes

@@ -14,7 +14,7 @@
 // elements of the sum; and a sum over a product's free dims is taken on its operands first.
 // Two transpose rules finish the batch case: E(transpose(a), ...) -> transpose(E(a, ...)) for an
 // elementwise E and reduce(transpose(a)) -> transpose(reduce(a)) move a transpose onto the
-// reduced, smaller value (GMM centring, bench W8: no [K, n, d] broadcast or transpose is left).
+// reduced, smaller value (measured: bench/RESULTS.md).
 // A transpose feeding a product that keeps the free dims' order is absorbed into its pairs.
 #include <algorithm>
 
@@ -25,7 +25,6 @@ namespace fluxion::passes {
 namespace simplify_products {
 
 using Axes = std::vector<int64_t>;
-using simplify_detail::Sweep;
 using simplify_detail::Spread;
 using simplify_detail::spread_of;
 
@@ -158,7 +157,8 @@ bool only_read_by(const Sweep& s, const Atom& a, const Equation& e) {
 }
 
 bool is_reduction(const Primitive* p) {
-  return p == &reduction_family::reduce_sum_p() || p == &reduction_family::reduce_max_p() || p == &reduction_family::reduce_min_p() || p == &reduction_family::reduce_prod_p();
+  return p == &reduction_family::reduce_sum_p() || p == &reduction_family::reduce_max_p() ||
+         p == &reduction_family::reduce_min_p() || p == &reduction_family::reduce_prod_p();
 }
 
 /// True when the only reader of `v` is a reduction, or an elementwise equation whose result
@@ -184,8 +184,8 @@ bool needs_transpose(const Shrunk& p) { return !std::is_sorted(p.positions.begin
 // dot_general(broadcast_in_dim(x), b) (or with the broadcast on the rhs) -> the product of x
 // (its expanded size-1 dims reshaped away) and b (summed where needed), transposed into the
 // original output order and broadcast along the dropped free dims. A transpose of the whole
-// output costs about what the batched GEMMs on the broadcast cost more than one GEMM (bench W8,
-// d = 32, K = 100), so the rewrite needs one only where it then moves into a reduction.
+// output costs about what the batched GEMMs on the broadcast cost more than one GEMM (measured:
+// bench/RESULTS.md), so the rewrite needs one only where it then moves into a reduction.
 std::optional<Atom> shrink_spread_operand(Sweep& s, const Equation& e, const Operand& l, const Operand& r,
                                           bool a_is_lhs, const AbstractValue& out) {
   const Operand& a = a_is_lhs ? l : r;
@@ -220,14 +220,15 @@ std::optional<Atom> shrink_spread_operand(Sweep& s, const Equation& e, const Ope
 // multiply-adds than the original plus the elements of a +- b. Integers only: in floating point
 // the two products cancel where a and b are close, and their rounding errors, relative to a and b
 // instead of a - b, remain (issue 28: pairwise differences of values near 1e12 times W lost 3
-// digits; bench W8's centred points x - mu_k are such a difference, and their product now costs
-// a [K, n, d] difference and a batched product).
+// digits).
 std::optional<Atom> distribute(Sweep& s, const Equation& e, const Operand& l, const Operand& r, bool on_lhs,
                                const AbstractValue& out) {
   if (is_floating(out.dtype)) return std::nullopt;
   const Operand& o = on_lhs ? l : r;
   const Equation* sum = s.producer(o.atom);
-  if (!sum || (sum->primitive != &binary_family::add_p() && sum->primitive != &binary_family::sub_p()) || sum->inputs.size() != 2) return std::nullopt;
+  const bool sum_or_difference =
+      sum && (sum->primitive == &binary_family::add_p() || sum->primitive == &binary_family::sub_p());
+  if (!sum_or_difference || sum->inputs.size() != 2) return std::nullopt;
   if (s.uses(o.atom) != 1) return std::nullopt;  // a +- b is computed anyway: nothing saved
   double contracted = 1;
   for (int64_t d : o.contract) contracted *= static_cast<double>(o.shape[d]);
@@ -261,6 +262,7 @@ std::optional<Atom> distribute(Sweep& s, const Equation& e, const Operand& l, co
 // and the transposes are used only here. Moves the transpose towards a reduction that shrinks it
 // (see sink_into_reduction), e.g. the one a product over a broadcast batch dim leaves.
 std::optional<Atom> sink_through_elementwise(Sweep& s, const Equation& e, const AbstractValue& out) {
+  if (!e.primitive->traits.elementwise) return std::nullopt;
   std::optional<Axes> perm;
   for (const Atom& a : e.inputs)
     if (const Equation* t = s.produced_by(a, shape_family::transpose_p())) {
@@ -271,7 +273,8 @@ std::optional<Atom> sink_through_elementwise(Sweep& s, const Equation& e, const 
     }
   if (!perm || static_cast<int64_t>(perm->size()) != out.ndim()) return std::nullopt;
   for (const Atom& a : e.inputs)  // never transpose more bytes than before (convert f32 -> f64)
-    if (s.produced_by(a, shape_family::transpose_p()) && dtype_size(out.dtype) > dtype_size(s.aval(a).dtype)) return std::nullopt;
+    if (s.produced_by(a, shape_family::transpose_p()) && dtype_size(out.dtype) > dtype_size(s.aval(a).dtype))
+      return std::nullopt;
   Shape shape(Axes(perm->size()));
   for (size_t k = 0; k < perm->size(); ++k) shape[(*perm)[k]] = out.shape[static_cast<int64_t>(k)];
   std::vector<Atom> args;
@@ -322,8 +325,8 @@ bool read_in_place(const Axes& batch, const Axes& free, const Axes& contract) {
 // keeps the free dims in order (they give the output's dim order): the product reads x with
 // strides or transposed instead of a copy made first. Only where x is then read in place, or
 // the transpose has no other reader (a copy inside the product then replaces the transpose's).
-// GMM's transposed factors (bench W8) were copied twice per call, once by the transpose.
-std::optional<Atom> absorb_transpose(Sweep& s, const Equation& e, const Operand& l, const Operand& r, bool on_lhs,
+// Measured: bench/RESULTS.md.
+std::optional<Atom> absorb_transpose(Sweep& s, const Operand& l, const Operand& r, bool on_lhs,
                                      const AbstractValue& out) {
   const Operand& a = on_lhs ? l : r;
   const Equation* t = s.produced_by(a.atom, shape_family::transpose_p());
@@ -350,6 +353,7 @@ std::optional<Atom> absorb_transpose(Sweep& s, const Equation& e, const Operand&
 // reduce(transpose(a, p), axes) -> transpose(reduce(a, p[axes]), q): the transpose moves to the
 // smaller reduced value (and disappears when the kept dims stay in order).
 std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const AbstractValue& out) {
+  if (!is_reduction(e.primitive)) return std::nullopt;
   const Equation* t = s.produced_by(e.inputs[0], shape_family::transpose_p());
   if (!t || s.uses(e.inputs[0]) != 1) return std::nullopt;
   const Axes perm = t->params->as<shape_family::TransposeParams>().permutation;
@@ -374,11 +378,9 @@ std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const Abstr
 
 // reduce_sum(dot_general(a, b), axes) where some summed output dims are free dims of a or b (and
 // the product has no other reader) -> the product of a and b each summed over those dims first,
-// then the sum over the remaining (batch) axes: the product shrinks by the summed dims' sizes. The
-// GMM gradient summed a [K, n, d] product over its n points (bench W8: 25 GEMMs of 1000x32x32 per
-// call at d=32, K=25, where a sum of the points and 25 vector-matrix products do). Integers only:
-// in floating point (Σ_i a_ik) b_kj rounds unlike Σ_i a_ik b_kj, and is inf where eager is NaN for
-// an infinite b_kj and a zero a_ik among non-zero ones (bench W8's gradient computes the product).
+// then the sum over the remaining (batch) axes: the product shrinks by the summed dims' sizes.
+// Integers only: in floating point (Σ_i a_ik) b_kj rounds unlike Σ_i a_ik b_kj, and is inf where
+// eager is NaN for an infinite b_kj and a zero a_ik among non-zero ones.
 std::optional<Atom> sum_into_product(Sweep& s, const Equation& e, const AbstractValue& out) {
   if (is_floating(out.dtype)) return std::nullopt;
   const Equation* p = s.produced_by(e.inputs[0], dot_general_family::dot_general_p());
@@ -416,6 +418,34 @@ std::optional<Atom> sum_into_product(Sweep& s, const Equation& e, const Abstract
   });
 }
 
+/// `rewrite(lhs, rhs, on_lhs)` of a dot_general's operands tried on the lhs, then on the rhs.
+template <class Rewrite>
+std::optional<Atom> on_either_operand(const Sweep& s, const Equation& e, const Rewrite& rewrite) {
+  const auto ops = operands_of(s, e);
+  if (!ops) return std::nullopt;
+  for (bool on_lhs : {true, false})
+    if (std::optional<Atom> res = rewrite(ops->first, ops->second, on_lhs)) return res;
+  return std::nullopt;
+}
+
+std::optional<Atom> shrink_spread_operands(Sweep& s, const Equation& e, const AbstractValue& out) {
+  return on_either_operand(s, e, [&](const Operand& l, const Operand& r, bool on_lhs) {
+    return shrink_spread_operand(s, e, l, r, on_lhs, out);
+  });
+}
+
+std::optional<Atom> distribute_over_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
+  return on_either_operand(s, e, [&](const Operand& l, const Operand& r, bool on_lhs) {
+    return distribute(s, e, l, r, on_lhs, out);
+  });
+}
+
+std::optional<Atom> absorb_transposes(Sweep& s, const Equation& e, const AbstractValue& out) {
+  return on_either_operand(s, e, [&](const Operand& l, const Operand& r, bool on_lhs) {
+    return absorb_transpose(s, l, r, on_lhs, out);
+  });
+}
+
 }  // namespace simplify_products
 
 namespace simplify_detail {
@@ -437,26 +467,6 @@ std::optional<Spread> spread_of(const Sweep& s, const Atom& a) {
     sp.kept.push_back(xs[static_cast<int64_t>(i)]);
   }
   return sp;
-}
-
-std::optional<Atom> product_rules(Sweep& s, const Equation& e) {
-  using namespace simplify_products;
-  const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
-  if (e.primitive->traits.elementwise) return sink_through_elementwise(s, e, out);
-  if (e.primitive == &reduction_family::reduce_sum_p())
-    if (std::optional<Atom> res = sum_into_product(s, e, out)) return res;
-  if (is_reduction(e.primitive)) return sink_into_reduction(s, e, out);
-  if (e.primitive != &dot_general_family::dot_general_p()) return std::nullopt;
-  const auto ops = operands_of(s, e);
-  if (!ops) return std::nullopt;
-  const auto& [l, r] = *ops;
-  for (bool on_lhs : {true, false})
-    if (std::optional<Atom> res = shrink_spread_operand(s, e, l, r, on_lhs, out)) return res;
-  for (bool on_lhs : {true, false})
-    if (std::optional<Atom> res = distribute(s, e, l, r, on_lhs, out)) return res;
-  for (bool on_lhs : {true, false})
-    if (std::optional<Atom> res = absorb_transpose(s, e, l, r, on_lhs, out)) return res;
-  return std::nullopt;
 }
 
 }  // namespace simplify_detail

@@ -26,7 +26,8 @@ bool is_iota_vector(const Sweep& s, const Atom& a) {
 /// The dim that `a` counts along when `a` holds each element's index in that dim: an iota, or a
 /// broadcast_in_dim of a 1-d iota.
 std::optional<int64_t> index_dim(const Sweep& s, const Atom& a) {
-  if (const Equation* i = s.produced_by(a, indexing_family::iota_p())) return i->params->as<indexing_family::IotaParams>().dimension;
+  if (const Equation* i = s.produced_by(a, indexing_family::iota_p()))
+    return i->params->as<indexing_family::IotaParams>().dimension;
   const Equation* b = s.produced_by(a, shape_family::broadcast_in_dim_p());
   if (!b || !is_iota_vector(s, b->inputs[0])) return std::nullopt;
   return b->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions[0];
@@ -109,17 +110,9 @@ std::optional<Atom> diagonal_product(Sweep& s, const Equation& e, const Abstract
   return std::nullopt;
 }
 
-}  // namespace simplify_seeds
-
-namespace simplify_detail {
-
-std::optional<Atom> seed_rules(Sweep& s, const Equation& e) {
-  using namespace simplify_seeds;
-  const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
-  if (e.primitive == &dot_general_family::dot_general_p()) return diagonal_product(s, e, out);
-  if (e.primitive == &shape_family::transpose_p() && is_identity(s, e.inputs[0])) return e.inputs[0];
-  return std::nullopt;
+std::optional<Atom> identity_transpose(Sweep& s, const Equation& e, const AbstractValue&) {
+  return is_identity(s, e.inputs[0]) ? std::optional<Atom>(e.inputs[0]) : std::nullopt;
 }
 
-}  // namespace simplify_detail
+}  // namespace simplify_seeds
 }  // namespace fluxion::passes

@@ -3,8 +3,8 @@
 // Two matrix-vector products that share their matrix (the same variable, in the same operand
 // position, with equal params and no batch dims) and whose vectors have equal avals become one
 // product with the two vectors stacked as columns: the matrix is read once instead of twice. A
-// Hessian-vector product by forward over reverse mode computes X w and X v this way (bench W5's
-// logistic regression: two passes over an 8 MB X of the three become one). The first product's
+// Hessian-vector product by forward over reverse mode computes X w and X v this way (measured:
+// bench/RESULTS.md). The first product's
 // equation is rewritten when the second's vector is already defined; the second's output is then
 // replaced by its column of the stacked product (Sweep::replace_later), and its equation dropped.
 #include "fluxion/lax.hpp"
@@ -23,14 +23,16 @@ constexpr int64_t kMinSharedElements = int64_t(1) << 16;
 /// The position (0: lhs, 1: rhs) of the vector operand of a dot_general with no batch dims whose
 /// other operand is at least kMinSharedElements large, or -1.
 int vector_side(const Sweep& s, const Equation& e) {
-  if (e.primitive != &dot_general_family::dot_general_p() || !e.params->as<dot_general_family::DotGeneralParams>().batch.first.empty()) return -1;
+  if (e.primitive != &dot_general_family::dot_general_p() ||
+      !e.params->as<dot_general_family::DotGeneralParams>().batch.first.empty())
+    return -1;
   const AbstractValue l = s.aval(e.inputs[0]), r = s.aval(e.inputs[1]);
   if (r.shape.size() == 1 && l.shape.size() >= 2 && l.shape.num_elements() >= kMinSharedElements) return 1;
   if (l.shape.size() == 1 && r.shape.size() >= 2 && r.shape.num_elements() >= kMinSharedElements) return 0;
   return -1;
 }
 
-std::optional<Atom> sibling_products(Sweep& s, const Equation& e) {
+std::optional<Atom> sibling_products(Sweep& s, const Equation& e, const AbstractValue& out) {
   const int side = vector_side(s, e);
   if (side < 0 || e.inputs[1 - side].is_literal()) return std::nullopt;
   const Atom shared = e.inputs[1 - side], first = e.inputs[side];
@@ -44,14 +46,14 @@ std::optional<Atom> sibling_products(Sweep& s, const Equation& e) {
     // The vectors as the columns of a [k, 2] operand: its contracting dim 0 is theirs, and the
     // product's new dim (last for a rhs, first for a lhs) indexes the two results.
     const Params& params = *e.params;
-    const AbstractValue out = s.jaxpr().avals[e.outputs[0]];
     std::vector<int64_t> dims(out.shape.dims());
     dims.insert(side == 1 ? dims.end() : dims.begin(), 2);
     const AbstractValue both_aval{Shape(dims), out.dtype};
     const std::optional<Atom> both = s.emit(both_aval, {shared, first, *second}, [&](const std::vector<Tensor>& x) {
       const Tensor columns = fluxion::stack({x[1], x[2]}, 1);
-      return side == 1 ? lax::dot_general(x[0], columns, params.as<dot_general_family::DotGeneralParams>().contract, {{}, {}})
-                       : lax::dot_general(columns, x[0], params.as<dot_general_family::DotGeneralParams>().contract, {{}, {}});
+      const AxisPair& contract = params.as<dot_general_family::DotGeneralParams>().contract;
+      return side == 1 ? lax::dot_general(x[0], columns, contract, {{}, {}})
+                       : lax::dot_general(columns, x[0], contract, {{}, {}});
     });
     if (!both) return std::nullopt;
     const int64_t pair_dim = side == 1 ? static_cast<int64_t>(dims.size()) - 1 : 0;
@@ -71,9 +73,4 @@ std::optional<Atom> sibling_products(Sweep& s, const Equation& e) {
 }
 
 }  // namespace simplify_siblings
-
-namespace simplify_detail {
-std::optional<Atom> sibling_rules(Sweep& sweep, const Equation& eqn) { return simplify_siblings::sibling_products(sweep, eqn); }
-}  // namespace simplify_detail
-
 }  // namespace fluxion::passes

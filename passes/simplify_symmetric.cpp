@@ -6,7 +6,8 @@
 // vary only along the contracted index (broadcast vectors, rank-0 values), sums and differences
 // of such terms over the same x, negation, transposes and reshapes/broadcasts that only add or
 // drop size-1 dims. This is what the Hessian of a loss over X w looks like after jacfwd(jacrev)
-// and the seed rules: Xᵀ diag(f''(X w)) X spread over a chain of products (bench W4).
+// and the seed rules: Xᵀ diag(f''(X w)) X spread over a chain of products (measured:
+// bench/RESULTS.md).
 //
 // symmetric transpose: a transpose that swaps two dims of a value symmetric in them (a gram
 // result, an identity constant, elementwise combinations of symmetric values, broadcasts and
@@ -175,7 +176,8 @@ class GramAnalysis {
     if (p == &shape_family::broadcast_in_dim_p() || is_reshape_like(p)) {
       const std::optional<Axes> m = unit_dim_map(s_.aval(e->inputs[0]).shape, shape);
       if (!m) return std::nullopt;
-      if (p == &shape_family::broadcast_in_dim_p()) {  // a broadcast must also keep x's dims in order to be a pure reshape
+      // A broadcast must also keep x's dims in order to be a pure reshape.
+      if (p == &shape_family::broadcast_in_dim_p()) {
         const Axes dims = e->params->as<shape_family::BroadcastInDimParams>().broadcast_dimensions;
         for (size_t i = 0; i < dims.size(); ++i)
           if (s_.aval(e->inputs[0]).shape[static_cast<int64_t>(i)] != shape[dims[i]]) return std::nullopt;
@@ -329,7 +331,7 @@ bool symmetric_in(const Sweep& s, const Atom& v, int64_t d1, int64_t d2, int dep
 }
 
 /// transpose(v, perm) where perm swaps two dims and v is symmetric in them -> v.
-std::optional<Atom> symmetric_transpose(Sweep& s, const Equation& e) {
+std::optional<Atom> symmetric_transpose(Sweep& s, const Equation& e, const AbstractValue&) {
   const Axes perm = e.params->as<shape_family::TransposeParams>().permutation;
   Axes moved;
   for (int64_t k = 0; k < static_cast<int64_t>(perm.size()); ++k)
@@ -341,14 +343,3 @@ std::optional<Atom> symmetric_transpose(Sweep& s, const Equation& e) {
 
 }  // namespace simplify_symmetric
 }  // namespace fluxion::passes
-
-namespace fluxion::passes::simplify_detail {
-
-std::optional<Atom> symmetric_rules(Sweep& s, const Equation& e) {
-  using namespace simplify_symmetric;
-  if (e.primitive == &shape_family::transpose_p()) return symmetric_transpose(s, e);
-  if (e.primitive == &dot_general_family::dot_general_p()) return gram_of_product(s, e, s.jaxpr().avals[e.outputs[0]]);
-  return std::nullopt;
-}
-
-}  // namespace fluxion::passes::simplify_detail

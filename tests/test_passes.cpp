@@ -12,6 +12,8 @@
 #include "samples.hpp"
 #include "test_util.hpp"
 #include "passes/passes.hpp"
+#include "passes/simplify.hpp"
+#include "runtime/switches.hpp"
 
 namespace fx = fluxion;
 namespace lax = fluxion::lax;
@@ -537,6 +539,43 @@ TEST_CASE("optimize: simplify, cse and dce together") {
         "    d:f64[3,1] = reshape[new_sizes=(3,1)] c\n"
         "    e:f64[] = reduce_sum[axes=(0,1)] d\n"
         "  in (e,) }");
+}
+
+TEST_CASE("switches: the rule table names each rule once; a group or pass switched off is left out") {
+  struct AllOnAtExit {
+    ~AllOnAtExit() { fx::runtime::set_disabled(""); }
+  } restore;
+  const auto& table = passes::simplify_detail::rule_table();
+  for (size_t i = 0; i < table.size(); ++i)
+    for (size_t k = 0; k < i; ++k) CHECK(std::string(table[i].name) != table[k].name);
+  using fx::runtime::Switch;
+  for (const auto& entry : table) {
+    const bool rule_group = entry.group == Switch::algebra || entry.group == Switch::seeds ||
+                            entry.group == Switch::products || entry.group == Switch::siblings ||
+                            entry.group == Switch::gram;
+    CHECK_MESSAGE(rule_group, entry.name);
+  }
+  const Vec args = layer_args(3, 2, 20);
+  fx::runtime::set_disabled("seeds");
+  CHECK(basis_products(checked(&passes::optimize, jacrev_jaxpr(args), args), 3) == 1);
+  fx::runtime::set_disabled("");
+  CHECK(basis_products(checked(&passes::optimize, jacrev_jaxpr(args), args), 3) == 0);
+  // x * 1 + x * 1: algebra drops the units, cse merges the products.
+  fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x) { return fx::sin(x) * 1.0 + fx::sin(x) * 1.0; })(fx::ones({3}));
+  auto count = [](const fx::Jaxpr& o, const char* name) {
+    return std::count_if(o.equations.begin(), o.equations.end(),
+                         [&](const fx::Equation& e) { return e.primitive->name == name; });
+  };
+  const Vec x{random_tensor({3}, fx::f64, 30)};
+  fx::Jaxpr all_on = checked(&passes::optimize, j, x);
+  CHECK(count(all_on, "add") == 0);  // the sum as sin(x) * 2
+  CHECK(count(all_on, "sin") == 1);
+  for (const char* off : {"algebra", "simplify"}) {
+    fx::runtime::set_disabled(off);
+    CHECK_MESSAGE(count(checked(&passes::optimize, j, x), "add") == 1, off);  // x * 1 stays
+  }
+  fx::runtime::set_disabled("cse,algebra");
+  CHECK(count(checked(&passes::optimize, j, x), "sin") == 2);
 }
 
 TEST_CASE("optimize: derivatives of a small network keep their values") {
