@@ -1,4 +1,4 @@
-/// Internal interface of the simplify pass: the sweep state its rule files share (not public API).
+/// Internal interface of the simplify pass: the sweep, the rule table and the rules (not public API).
 #pragma once
 #include <deque>
 #include <functional>
