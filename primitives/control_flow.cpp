@@ -9,7 +9,7 @@
 #include "fluxion/lax.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
-#include "transforms/executor.hpp"
+#include "runtime/executable.hpp"
 #include "transforms/jvp.hpp"
 #include "transforms/partial_eval.hpp"
 #include "transforms/transpose.hpp"

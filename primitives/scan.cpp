@@ -6,7 +6,7 @@
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
 #include "transforms/batching.hpp"
-#include "transforms/executor.hpp"
+#include "runtime/executable.hpp"
 #include "transforms/partial_eval.hpp"
 
 namespace fluxion {

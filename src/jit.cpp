@@ -4,7 +4,7 @@
 #include <deque>
 
 #include "fluxion/jit.hpp"
-#include "transforms/executor.hpp"
+#include "runtime/executable.hpp"
 #include "passes/passes.hpp"
 
 namespace fluxion::jit_detail {

@@ -17,7 +17,7 @@
 #include "jit_util.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
-#include "transforms/executor.hpp"
+#include "runtime/executable.hpp"
 
 namespace fx = fluxion;
 using fluxion::testing::compare_tensors;
@@ -303,7 +303,7 @@ TEST_CASE("jit: a lone large elementwise operation is split over the threads as 
 
 TEST_CASE("jit: independent products run side by side on the threads, one thread each") {
   // On 2 threads, a run of consecutive kernels that do not read each other's outputs goes in rounds
-  // (executor.cpp, plan_side_by_side): two equal large products side by side and the third alone
+  // (runtime/side_by_side.cpp): two equal large products side by side and the third alone
   // (with every thread); a product reading one of them (p . e) waits for the run; two small
   // products (2^20 multiply-adds, each on one thread anyway) side by side. u = tanh(x) dies in the
   // run while q and r are written: their storage must not be u's. On 1 thread nothing changes.

@@ -12,7 +12,7 @@
 #include "jit_util.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
-#include "transforms/executor.hpp"
+#include "runtime/executable.hpp"
 
 namespace fx = fluxion;
 using fluxion::testing::random_tensor;

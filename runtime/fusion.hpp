@@ -6,7 +6,7 @@
 
 #include "fluxion/jaxpr.hpp"
 
-namespace fluxion {
+namespace fluxion::runtime {
 
 /// The execution order of `jaxpr`'s equations as steps: each step lists equation indices, one
 /// for a plain kernel call, several for a fused group. A group holds elementwise equations with a
@@ -40,7 +40,7 @@ void broadcast_layout(const Jaxpr& jaxpr, const Equation& e, std::vector<int64_t
 
 /// How a fused group reads its broadcasts along trailing dims (one value per run of `row`
 /// elements, run r reading operand element r): members with a row kernel (Primitive::row_block)
-/// read the operand per run. The executor still runs the broadcast when a member needs its
+/// read the operand per run. The runner still runs the broadcast when a member needs its
 /// block (`full`) or it is read outside the group.
 struct RowReads {
   std::vector<int64_t> row;       // by variable: the run length of such a broadcast, else 0
@@ -51,4 +51,4 @@ struct RowReads {
 /// RowReads of fused group `group` (equation indices).
 RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group);
 
-}  // namespace fluxion
+}  // namespace fluxion::runtime

@@ -1,20 +1,27 @@
-/// The jit executor: an optimized Jaxpr planned once (schedule, fused groups, independent kernels
-/// side by side on the threads, buffers reused by liveness) and run many times without allocating
-/// in steady state.
+/// The jit executable: an optimized Jaxpr planned once (runtime/planner.hpp) and run many times by
+/// its backend's plan runner (runtime/backend.hpp), without allocating in steady state.
 #pragma once
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "fluxion/jaxpr.hpp"
 
 namespace fluxion {
 
-/// A compiled plan. Thread-safe: concurrent calls each take their own buffer set.
+namespace runtime {
+struct Plan;
+struct RunState;
+class PlanRunner;
+}  // namespace runtime
+
+/// A compiled plan. Thread-safe: concurrent calls each take their own RunState.
 class Executable {
  public:
-  /// Plans `jaxpr` (already optimized) for kernels of `device`'s backend.
+  /// Plans `jaxpr` (already optimized) for `device` and lowers it with the plan runner registered
+  /// for `device`'s backend now (runtime::plan_runner).
   Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device);
   ~Executable();
   Executable(const Executable&) = delete;
@@ -29,26 +36,25 @@ class Executable {
   /// reference-count update per argument.
   void run_unchecked(std::vector<Tensor>&& args, std::vector<Tensor>& outs) const;
   const Jaxpr& jaxpr() const { return *jaxpr_; }
+  const runtime::Plan& plan() const { return *plan_; }
   /// Human-readable plan: steps, fused groups and buffer assignment (debugging, tests).
   std::string describe() const;
   /// Bytes of intermediate buffers one call uses (after reuse by liveness).
   int64_t intermediate_bytes() const;
 
-  struct Plan;
-  struct State;
-
  private:
-  std::unique_ptr<State> acquire() const;
-  void release(std::unique_ptr<State> s) const;
+  std::unique_ptr<runtime::RunState> acquire() const;
+  void release(std::unique_ptr<runtime::RunState> s) const;
   /// Runs the plan on a state whose inputs `bind_args(state)` sets.
   template <class BindArgs>
   void run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const;
 
   std::shared_ptr<const Jaxpr> jaxpr_;
-  std::unique_ptr<Plan> plan_;
-  mutable std::atomic<State*> fast_{nullptr};  // one idle state, taken without locking
+  const runtime::PlanRunner* runner_;
+  std::unique_ptr<runtime::Plan> plan_;
+  mutable std::atomic<runtime::RunState*> fast_{nullptr};  // one idle state, taken without locking
   mutable std::mutex mutex_;
-  mutable std::vector<std::unique_ptr<State>> idle_;
+  mutable std::vector<std::unique_ptr<runtime::RunState>> idle_;
 };
 
 /// Runs the optimization passes on `traced` and plans it for `device`.

@@ -1,6 +1,6 @@
 // fuse_elementwise: one greedy walk in program order keeping one open group per output shape;
 // fused_row_reads: which broadcasts of a group its members read per run instead of per block.
-#include "transforms/fusion.hpp"
+#include "runtime/fusion.hpp"
 
 #include <algorithm>
 #include <map>
@@ -8,20 +8,18 @@
 #include "primitives/reduction.hpp"
 #include "primitives/shape.hpp"
 
-namespace fluxion {
+namespace fluxion::runtime {
 
 bool is_fusible_broadcast(const Jaxpr& jaxpr, const Equation& e) {
   // broadcast_in_dim feeding elementwise members is computed per block from its operand, so the
   // broadcast array is never materialised (bias adds, softmax, rank-1 scalings).
-  static const Primitive* broadcast = find_primitive("broadcast_in_dim");
-  if (e.primitive != broadcast || e.inputs[0].is_literal()) return false;
+  if (e.primitive != &primitives::shape_family::broadcast_in_dim_p() || e.inputs[0].is_literal()) return false;
   const Shape& out = jaxpr.avals[e.outputs[0]].shape;
   return out.num_elements() > 0 && out.size() <= 8 && jaxpr.aval_of(e.inputs[0]).shape.size() > 0;
 }
 
 std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equation& e) {
-  static const Primitive* reduce_sum = find_primitive("reduce_sum");
-  if (e.primitive != reduce_sum || e.inputs[0].is_literal()) return std::nullopt;
+  if (e.primitive != &primitives::reduction_family::reduce_sum_p() || e.inputs[0].is_literal()) return std::nullopt;
   const AbstractValue& in = jaxpr.aval_of(e.inputs[0]);
   const int64_t n = in.shape.num_elements();
   if ((in.dtype != f32 && in.dtype != f64) || n == 0) return std::nullopt;
@@ -48,7 +46,7 @@ bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
   const Primitive& p = *e.primitive;
   if (backend == Backend::cpu && is_fusible_broadcast(jaxpr, e)) return true;
   if (backend != Backend::cpu || !p.traits.elementwise || p.traits.view || !p.block) return false;
-  if (e.outputs.size() != 1 || e.inputs.size() > 4) return false;  // 4: the executor's kMaxFusedInputs
+  if (e.outputs.size() != 1 || e.inputs.size() > 4) return false;  // 4: the plan's kMaxFusedInputs
   const Shape& out = jaxpr.avals[e.outputs[0]].shape;
   if (out.num_elements() == 0) return false;
   // Inputs are either the output's shape or rank-0 (broadcast inside the block kernel); all of
@@ -89,7 +87,7 @@ void broadcast_layout(const Jaxpr& jaxpr, const Equation& e, std::vector<int64_t
   }
 }
 
-namespace {
+namespace fusion_detail {
 // Broadcasts along trailing dims with runs at least this long are read per run by members with a
 // row kernel instead of being filled into a block. Measured (65536 elements, one or two readers):
 // runs of 8+ win or tie in f32 and f64; at 5-6 single readers still win but two readers lose; at
@@ -107,8 +105,8 @@ int64_t row_run_of(const Jaxpr& jaxpr, const Equation& e) {
 
 /// Program order, except that each sum a group may end with (fusible_reduction) comes right after
 /// the fusible equation computing its operand: a product reading that operand first would close
-/// the group before the sum could join it (W8's gradient sums a [K, n, d] value over n after a
-/// product reads it: a separate pass over 8 MB). A sum reads one value, so the order stays valid.
+/// the group before the sum could join it, and the sum would be a separate pass over its operand
+/// (measured: bench/RESULTS.md). A sum reads one value, so the order stays valid.
 std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, Backend backend) {
   const auto count = static_cast<int32_t>(jaxpr.equations.size());
   std::vector<int32_t> order;
@@ -131,7 +129,7 @@ std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, Backend backend) {
   }
   return order;
 }
-}  // namespace
+}  // namespace fusion_detail
 
 RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group) {
   RowReads r;
@@ -142,8 +140,8 @@ RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group) 
   for (int32_t eq : group) {
     const Equation& e = jaxpr.equations[eq];
     if (!is_fusible_broadcast(jaxpr, e)) continue;
-    const int64_t run = row_run_of(jaxpr, e);
-    if (run < kMinRowRun) continue;
+    const int64_t run = fusion_detail::row_run_of(jaxpr, e);
+    if (run < fusion_detail::kMinRowRun) continue;
     r.row[e.outputs[0]] = run;
     r.source[e.outputs[0]] = e.inputs[0].var;
   }
@@ -184,7 +182,7 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
   // Outputs of reductions that end a group: readers always wait for the whole group.
   std::vector<bool> reduced(jaxpr.avals.size(), false);
   int next_id = 0;
-  for (int32_t i : reductions_first(jaxpr, backend)) {
+  for (int32_t i : fusion_detail::reductions_first(jaxpr, backend)) {
     const Equation& e = jaxpr.equations[i];
     // A sum (fusible_reduction) of a value computed by an open group joins it (the group keeps
     // per-output sums instead of writing the value out for a separate reduction kernel).
@@ -236,4 +234,4 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
   return steps;
 }
 
-}  // namespace fluxion
+}  // namespace fluxion::runtime

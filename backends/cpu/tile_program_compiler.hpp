@@ -1,0 +1,30 @@
+/// The CPU lowering of a fused step: its register program (backends/cpu/tile_program.hpp), when
+/// every member has a tile form, and which row-sum kernels its reductions may use.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/tile_program.hpp"
+#include "runtime/plan.hpp"
+
+namespace fluxion::cpu {
+
+/// What the CPU runner attaches to every fused step (runtime::Step::lowering).
+struct FusedLowering : runtime::StepLowering {
+  // The group as a register program, run over whole tiles, the remainder by the block path; sum
+  // instruction k adds into accumulator tile_sums[k]. Empty: the block path runs it all.
+  std::vector<TileInstr> program;
+  DType program_dtype = f32;
+  std::vector<int64_t> tile_sums;
+  bool row_sums = true;  // the row-sum kernels for particular row lengths may run (Switch::row_sums)
+};
+
+/// Fills `lowering`'s register program for fused step `step`, or leaves it empty when some member
+/// has no tile form (a broadcast, a row-read operand, a reduction other than a full sum, another
+/// dtype, a primitive without a TileOp). Members are reordered so that a value's reader follows it
+/// where it can; values stay in the accumulator along chains, and a value is stored when it
+/// escapes the group or a member after the next one reads it (to a scratch tile, reused after its
+/// last reader).
+void compile_tile_program(const runtime::Step& step, FusedLowering& lowering);
+
+}  // namespace fluxion::cpu

@@ -1,0 +1,53 @@
+// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner is put in its slot
+// when the registry is first used (a self-registering object file would be dropped from the static
+// library by the linker when nothing else in it is referenced).
+#include "runtime/backend.hpp"
+
+#include <array>
+#include <atomic>
+
+#include "backends/cpu/plan_runner.hpp"
+#include "fluxion/errors.hpp"
+
+namespace fluxion::runtime {
+
+namespace backend_detail {
+
+struct Runners {
+  std::array<std::atomic<const PlanRunner*>, kNumBackends> slot{};
+  Runners() {
+    for (auto& r : slot) r.store(nullptr);
+    slot[static_cast<size_t>(Backend::cpu)].store(&cpu::plan_runner());
+  }
+};
+
+std::array<std::atomic<const PlanRunner*>, kNumBackends>& runners() {
+  static Runners table;
+  return table.slot;
+}
+
+}  // namespace backend_detail
+
+const PlanRunner& plan_runner(Backend backend) {
+  const PlanRunner* runner = backend_detail::runners()[static_cast<size_t>(backend)].load(std::memory_order_acquire);
+  if (!runner)
+    detail::fail<NotImplementedError>("jit", "no plan runner for the ", backend_name(backend),
+                                      " backend. Register one with runtime::set_plan_runner, or jit on the cpu.");
+  return *runner;
+}
+
+const PlanRunner* set_plan_runner(Backend backend, const PlanRunner* runner) {
+  return backend_detail::runners()[static_cast<size_t>(backend)].exchange(runner, std::memory_order_acq_rel);
+}
+
+void bind_dynamic_view(const Plan& plan, const Step& step, RunState& s) {
+  const Equation& e = *step.eqn;
+  const int32_t v = e.outputs[0];
+  const std::shared_ptr<Buffer>& bytes = s.values[e.inputs[0].var].array("jit").buffer();
+  std::shared_ptr<ArrayImpl>& impl = s.view_impls[v];
+  if (impl && impl.use_count() == 1) impl->rebind(bytes);
+  else impl = std::make_shared<ArrayImpl>(plan.jaxpr->avals[v], bytes);
+  s.values[v] = Tensor(impl);
+}
+
+}  // namespace fluxion::runtime

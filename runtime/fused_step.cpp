@@ -1,0 +1,135 @@
+// make_fused_step: one walk over the group's members assigning operands to externals, scratch
+// slots (recycled after their last reader) and row reads; then the flags the block loop reads.
+#include "runtime/fused_step.hpp"
+
+#include "runtime/switches.hpp"
+
+namespace fluxion::runtime {
+
+Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside) {
+  Step step;
+  step.type = Step::fused;
+  for (int32_t eq : group) step.group.push_back(&j.equations[eq]);
+  const Equation& first = j.equations[group.front()];
+  step.n = j.avals[first.outputs[0]].shape.num_elements();
+  std::vector<int32_t> slot_of(j.avals.size(), -1);
+  std::vector<int32_t> external_index(j.avals.size(), -1);
+  // Last member reading each group-internal value, to recycle scratch slots.
+  std::vector<int32_t> last_read(j.avals.size(), -1);
+  for (size_t m = 0; m < group.size(); ++m)
+    for (const Atom& a : j.equations[group[m]].inputs)
+      if (!a.is_literal()) last_read[a.var] = static_cast<int32_t>(m);
+  std::vector<bool> in_group(j.avals.size(), false);
+  for (int32_t eq : group) in_group[j.equations[eq].outputs[0]] = true;
+  std::vector<int32_t> free_slots;
+  auto external = [&](int32_t v) {
+    if (external_index[v] < 0) {
+      external_index[v] = static_cast<int32_t>(step.externals.size());
+      step.externals.push_back(v);
+    }
+    return external_index[v];
+  };
+  const RowReads rows = fused_row_reads(j, group);
+  for (size_t m = 0; m < group.size(); ++m) {
+    const Equation& e = j.equations[group[m]];
+    // A broadcast whose readers all read its rows, in the group only, never runs.
+    if (const int32_t v = e.outputs[0]; rows.row[v] > 0 && !rows.full[v] && !uses_outside[v]) {
+      ++step.row_broadcasts;
+      continue;
+    }
+    FusedMember member;
+    member.block = e.primitive->block;
+    member.row_block = e.primitive->row_block;
+    member.tile_op = e.primitive->tile_op;
+    member.in_dtype = j.aval_of(e.inputs[0]).dtype;
+    member.out_dtype = j.avals[e.outputs[0]].dtype;
+    if (const std::optional<FusedReduction> layout = fusible_reduction(j, e); layout && m > 0) {
+      member.reduce = true;
+      member.layout = *layout;
+      member.acc = step.accumulators;
+      step.accumulators += layout->outputs;
+    } else if (is_fusible_broadcast(j, e)) {
+      member.broadcast = true;
+      broadcast_layout(j, e, member.bdims, member.bsrc);
+      if (member.bdims.size() == 2 && member.bsrc[0] == 0 && member.bsrc[1] == 1) member.period = member.bdims[1];
+    }
+    for (const Atom& a : e.inputs) {
+      FusedOperand op;
+      const AbstractValue& av = j.aval_of(a);
+      op.itemsize = itemsize_of(av.dtype);
+      op.scalar = av.shape.size() == 0 && step.n != 1;
+      if (a.is_literal()) {
+        op.source = FusedOperand::literal;
+        op.scalar = true;
+        op.literal_ptr = a.literal.array().data();
+      } else if (rows.member_rows[m] && rows.row[a.var] > 0) {
+        op.source = FusedOperand::rows;
+        op.index = external(rows.source[a.var]);
+        op.row = member.row = rows.row[a.var];
+      } else if (in_group[a.var] && slot_of[a.var] >= 0) {
+        op.source = FusedOperand::scratch;
+        op.index = slot_of[a.var];
+      } else {
+        op.source = FusedOperand::external;
+        op.index = external(a.var);
+      }
+      member.scalar[member.num_inputs] = op.scalar;
+      member.inputs[member.num_inputs++] = op;
+    }
+    // Free scratch slots whose last reader is this member. The output may take one (members
+    // read a block before writing it), unless its elements are wider than the input's: a
+    // widening conversion in place would overwrite input elements not read yet.
+    int32_t out = e.outputs[0];
+    member.output.itemsize = itemsize_of(j.avals[out].dtype);
+    std::vector<int32_t> freed_after;
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal() && slot_of[a.var] >= 0 && last_read[a.var] == static_cast<int32_t>(m)) {
+        const bool widens = member.output.itemsize > itemsize_of(j.aval_of(a).dtype);
+        (widens ? freed_after : free_slots).push_back(slot_of[a.var]);
+        slot_of[a.var] = -1;
+      }
+    if (uses_outside[out] || member.reduce) {
+      member.output.source = FusedOperand::external;
+      member.output.index = external(out);
+      // Later members read it back from the external buffer.
+    } else {
+      member.output.source = FusedOperand::scratch;
+      if (free_slots.empty()) {
+        member.output.index = step.scratch_slots++;
+      } else {
+        member.output.index = free_slots.back();
+        free_slots.pop_back();
+      }
+      slot_of[out] = member.output.index;
+    }
+    free_slots.insert(free_slots.end(), freed_after.begin(), freed_after.end());
+    step.members.push_back(std::move(member));
+  }
+  for (const FusedMember& m : step.members)
+    if (((m.broadcast && m.bsrc.back() == 0) || m.row > 0) && m.output.source == FusedOperand::scratch)
+      step.track_uniform = true;
+  step.track_uniform = step.track_uniform && step.n > 1 && step.scratch_slots <= kMaxUniformSlots;
+  for (const FusedMember& m : step.members)
+    step.periodic_views = step.periodic_views || (m.period > 0 && m.output.source == FusedOperand::scratch);
+  step.periodic_views = step.periodic_views && step.scratch_slots <= kMaxUniformSlots;
+  // Periods shorter than a block: every block spans repetitions and would copy the operand into
+  // scratch, repetition by repetition. A replica of a block's length plus a period serves every
+  // block in place. Only for large groups: building it costs about a block's copy per call
+  // (measured: bench/RESULTS.md).
+  if (step.periodic_views && step.n >= kReplicaMinElements && enabled(Switch::replicas))
+    for (FusedMember& m : step.members) {
+      if (m.period <= 0 || m.period >= kBlock || m.output.source != FusedOperand::scratch) continue;
+      m.replica = static_cast<int32_t>(step.externals.size()) + step.replicas++;
+      m.replica_len = (kBlock + 2 * m.period - 2) / m.period * m.period;  // >= kBlock + period - 1
+      step.replica_bytes += (m.replica_len * m.output.itemsize + 63) / 64 * 64;
+    }
+  return step;
+}
+
+bool parallel_single(const Jaxpr& j, const Equation& e, Backend backend) {
+  return backend == Backend::cpu && max_threads() > 1 && e.primitive->traits.elementwise && !e.primitive->traits.view &&
+         e.outputs.size() == 1 && j.avals[e.outputs[0]].shape.num_elements() >= kParallelElements &&
+         fusible(j, e, backend);
+}
+
+}  // namespace fluxion::runtime

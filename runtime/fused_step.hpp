@@ -1,0 +1,19 @@
+/// Fused-step construction: a group of fusible equations (runtime/fusion.hpp) as the members,
+/// operands, scratch slots and accumulators that one pass over blocks runs.
+#pragma once
+#include "runtime/plan.hpp"
+
+namespace fluxion::runtime {
+
+/// The fused step of equations `group` (all fusible, one output shape). `uses_outside[v]` is
+/// nonzero when variable v is read outside the group (another step or a Jaxpr output): such values
+/// are written to external buffers, the others live in scratch slots. Short periodic operands of
+/// large groups get replicas unless Switch::replicas is off.
+Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside);
+
+/// True when equation `e`, alone in its fusion group, still runs as a fused step of one member: an
+/// elementwise operation large enough (kParallelElements) to split over the threads, which its
+/// kernel would not do.
+bool parallel_single(const Jaxpr& j, const Equation& e, Backend backend);
+
+}  // namespace fluxion::runtime
