@@ -69,48 +69,60 @@ struct ProductLayout {
   int64_t max_rank = 0, max_dim = 0;
 };
 
-/// Every threshold of the choice. Measured on the development machine (Emerald Rapids, AVX-512,
-/// 2 cores): bench/RESULTS.md, "Memory and GEMM", "GEMM per shape", "oneDNN's sgemm", "f64
-/// register panels".
+/// Every threshold of the choice, with what decided it (measured on the development machine:
+/// Emerald Rapids, AVX-512, 2 cores; measured: bench/RESULTS.md).
 struct ProductThresholds {
   /// Tiny: no batch dims, ranks <= 2, every dim <= tiny_dim and m n k <= tiny_work multiply-adds.
-  /// Planning layouts and entering Eigen cost more than such a product (an 8x8 matmul costs the
-  /// same both ways, 16x16 six times more in plain loops).
+  /// Planning the layouts and entering Eigen's kernels cost more than such a product; above about
+  /// 256 multiply-adds Eigen's vectorised kernels win (an 8x8 matmul costs the same both ways, a
+  /// 16x16 one 6x more in plain loops).
   int64_t tiny_dim = 16;
   int64_t tiny_work = 256;
-  /// Multiply-adds from which a product is large: it takes every kernel thread (kLargeWork).
+  /// Multiply-adds from which a product is large: it takes every kernel thread (kLargeWork; below,
+  /// starting the team costs more than it saves).
   double large_work = kLargeWork;
-  /// Matrix elements from which a matrix-vector product is split over the threads (it is bound
-  /// by reading the matrix: each thread reading its own part nearly halves it on 2 cores)...
+  /// Matrix elements from which a matrix-vector product is split over the threads: both libraries'
+  /// GEMVs run on one thread here, and a GEMV is bound by reading the matrix, so each thread
+  /// reading its own part nearly halves the time on 2 cores (1000 x 1000 f64)...
   double parallel_gemv = 1 << 17;
-  /// ...into slices of at least this many results (64-byte lines of f32).
+  /// ...in slices of at least this many results (slices start on 64-byte lines of f32).
   int64_t gemv_slice = 16;
-  /// Matrix elements from which a matrix-vector product on one thread goes to OpenBLAS.
+  /// Matrix elements from which a matrix-vector product on one thread goes to OpenBLAS (equal to
+  /// Eigen's below).
   double blas_gemv = 1 << 18;
   /// The register kernels' widest op(b) (two packets, at most 16): a capacity of their tiles, not
-  /// a knob (a larger value would overflow them).
+  /// a knob (a larger value would overflow them). 1000x10x10 f64: 10 µs against 20 for Eigen's
+  /// blocked product, which packs both operands.
   int64_t register_cols_f32 = std::min(16, 2 * Eigen::internal::packet_traits<float>::size);
   int64_t register_cols_f64 = std::min(16, 2 * Eigen::internal::packet_traits<double>::size);
   /// The fixed-size kernels (thin_fixed, short_fixed, lazy, stacked_gemv) take sizes 2..small_dim
-  /// (a capacity too: they are instantiated up to 4).
+  /// (a capacity too: they are instantiated up to 4). 1000x2x2 f64: 0.7 µs against Eigen's 7.7.
   int64_t small_dim = 4;
-  /// Multiply-adds from which an f32 product goes to oneDNN: 1.1-1.6x Eigen's speed from 48^3 up;
-  /// at 32^3 its call cost more than Eigen's whole product.
+  /// Multiply-adds from which an f32 product goes to oneDNN's sgemm: its AVX-512 kernels were
+  /// 1.1-1.6x Eigen's speed from 48^3 up, on one and two threads; at 32^3 its call cost more than
+  /// Eigen's whole product.
   double dnnl_work = 1 << 16;
-  /// Large products on one thread go to OpenBLAS when min(m, n) is above this (Eigen was 5-25 %
-  /// faster on skinnier ones, OpenBLAS 10-25 % on large square ones); also tiles.
+  /// A large product on one thread goes to OpenBLAS (tiles too, large or not) when min(m, n) is
+  /// above this: for skinnier ones (32 x 784 x 512, 512 x 512 x 32) Eigen was 5-25 % faster,
+  /// while OpenBLAS is 10-25 % faster on large square ones.
   int64_t eigen_skinny = 32;
-  /// Large f64 products on several threads run one slice per thread when min(m, n) is at most this
-  /// or k at most panel_max_k (Eigen's parallel product shares packed blocks and spin-waits).
+  /// A large f64 product on several threads runs one slice per thread when min(m, n) is at most
+  /// this or k at most panel_max_k, instead of Eigen's parallel product, which shares packed
+  /// blocks and spin-waits for them. Two threads: 1000x800x32 1.00 -> 0.67 ms, 1000x3200x64 10.1
+  /// -> 5.2 ms, 32x800x1000 (aᵀ b) 1.05 -> 0.76 ms, 3200x64x1000 8.2 -> 7.4 ms; 1000^3 went the
+  /// other way (19.6 -> 23.1 ms), so it stays on Eigen's.
   int64_t split_skinny = 64;
-  /// Contractions up to which f64 products (and slices, and tiles) use the register panels: they
-  /// took 0.66-0.83x Eigen's time for k of 8 to 32, 0.94-0.97x at 64 and 128; equal from 256.
+  /// Contractions up to which f64 products (slices, tiles) use the register panels: on tiles of
+  /// 250 x 320 and 143 x 915 they took 0.66-0.83x Eigen's time for k of 8 to 32, 0.94-0.97x at 64
+  /// and 128 (before Eigen's zero fill of the result); from 256 the two were equal or Eigen faster.
   int64_t panel_max_k = 128;
-  /// f64 products on one thread use the panels when n is at most this and k is short or m is at
-  /// most this too (one or two panels; Eigen spent as long packing as computing there).
+  /// An f64 product on one thread uses the panels when n is at most this and k is short or m is at
+  /// most this too: one or two panels, so op(a) is read once or twice. Elsewhere by shape the
+  /// panels took 0.6-1.6x Eigen's time (100000 x 32 x 32: 0.58x; 2000 x 2000 x 16: 1.56x), and
+  /// Eigen spent about as long packing both operands of 1000 x 32 x 32 as in its kernel.
   int64_t panel_narrow = 64;
 
-  int64_t register_cols(DType d) const { return d == DType::f32 ? register_cols_f32 : register_cols_f64; }
+  constexpr int64_t register_cols(DType d) const { return d == DType::f32 ? register_cols_f32 : register_cols_f64; }
 };
 
 /// The thresholds the kernels run by.
