@@ -148,6 +148,23 @@ inline ProductOptions product_options() {
   return o;
 }
 
+/// The options choose_product reads: `given`, or else product_options() on first need only
+/// (reading the switches costs as much as a tiny product, and most small paths never need them).
+class OptionsOnDemand {
+ public:
+  explicit OptionsOnDemand(const ProductOptions* given) : given_(given) {}
+  OptionsOnDemand(const OptionsOnDemand&) = delete;
+  OptionsOnDemand& operator=(const OptionsOnDemand&) = delete;
+  const ProductOptions& operator()() {
+    if (!given_) read_ = product_options(), given_ = &read_;
+    return *given_;
+  }
+
+ private:
+  const ProductOptions* given_;
+  ProductOptions read_;
+};
+
 /// The answer: the path, the threads it runs on, and for batches the threads they are shared over.
 struct ProductChoice {
   ProductPath path = ProductPath::eigen;
@@ -159,9 +176,10 @@ struct ProductChoice {
 /// One slice of a split_gemv (or a whole matrix-vector product on one thread) of `elements`
 /// matrix elements: blas_gemv or gemv.
 inline ProductPath choose_gemv_slice(double elements, DType dtype, const ProductThresholds& t = kProductThresholds,
-                                     const ProductOptions& o = product_options()) {
+                                     const ProductOptions* options = nullptr) {
   const bool floating = dtype == DType::f32 || dtype == DType::f64;
-  return o.blas && floating && elements >= t.blas_gemv ? ProductPath::blas_gemv : ProductPath::gemv;
+  OptionsOnDemand o(options);
+  return floating && elements >= t.blas_gemv && o().blas ? ProductPath::blas_gemv : ProductPath::gemv;
 }
 
 namespace choice_detail {
@@ -173,33 +191,34 @@ inline double work(int64_t m, int64_t n, int64_t k) {
 
 /// The large paths, shared by strided products and the matrices of a dot_general.
 inline ProductChoice choose_large(int64_t m, int64_t n, int64_t k, DType dtype, int threads,
-                                  const ProductThresholds& t, const ProductOptions& o) {
+                                  const ProductThresholds& t, OptionsOnDemand& o) {
   const bool large = work(m, n, k) >= t.large_work;
   const int th = large ? threads : 1;
-  if (o.dnnl && dtype == DType::f32 && work(m, n, k) >= t.dnnl_work) return {ProductPath::dnnl, th};
+  if (dtype == DType::f32 && work(m, n, k) >= t.dnnl_work && o().dnnl) return {ProductPath::dnnl, th};
   // OpenBLAS only on one thread: its own workers and OpenMP's team awake together wait for each
   // other's cores (kLargeWork).
-  if (large && o.blas && floating(dtype) && std::max({m, n, k}) <= INT_MAX && th == 1 &&
-      std::min(m, n) > t.eigen_skinny)
+  if (large && floating(dtype) && std::max({m, n, k}) <= INT_MAX && th == 1 && std::min(m, n) > t.eigen_skinny &&
+      o().blas)
     return {ProductPath::blas};
   if (dtype == DType::f64) {
     if (th > 1 && (std::min(m, n) <= t.split_skinny || k <= t.panel_max_k))
-      return {k <= t.panel_max_k ? ProductPath::split_panels : ProductPath::split_eigen, th, 1, o.zero_rows};
+      return {k <= t.panel_max_k ? ProductPath::split_panels : ProductPath::split_eigen, th, 1, o().zero_rows};
     if (th == 1 && n <= t.panel_narrow && (k <= t.panel_max_k || m <= t.panel_narrow))
-      return {ProductPath::panel, 1, 1, o.zero_rows};
+      return {ProductPath::panel, 1, 1, o().zero_rows};
   }
   return {ProductPath::eigen, th};
 }
 
 /// A matrix-vector product of `outputs` results and `outputs * k` matrix elements.
 inline ProductChoice choose_vector(int64_t outputs, int64_t k, DType dtype, int threads, const ProductThresholds& t,
-                                   const ProductOptions& o) {
+                                   OptionsOnDemand& o) {
   const double elements = static_cast<double>(outputs) * static_cast<double>(k);
   if (elements >= t.parallel_gemv) {
     const int th = static_cast<int>(std::min<int64_t>(threads, outputs / t.gemv_slice));
     if (th > 1) return {ProductPath::split_gemv, th};
   }
-  return {choose_gemv_slice(elements, dtype, t, o)};
+  const bool floating = dtype == DType::f32 || dtype == DType::f64;
+  return {floating && elements >= t.blas_gemv && o().blas ? ProductPath::blas_gemv : ProductPath::gemv};
 }
 
 }  // namespace choice_detail
@@ -220,14 +239,16 @@ inline ProductPath choose_register_product(int64_t m, int64_t n, int64_t k, DTyp
 }
 
 /// How to compute an m x n x k product of `dtype` (for `matrices`: each of layout.batch ones)
-/// when `threads` threads may work on it (kernel_threads(): 1 inside a parallel region).
+/// when `threads` threads may work on it (kernel_threads(): 1 inside a parallel region), with
+/// `options` (none given: product_options(), read only by the paths that depend on them).
 /// Preconditions: matrices, strided and tile products have m, n, k >= 1 (a planned dot_general
 /// handles empty results and k = 0 itself). Without OpenMP the runners run every path on the
 /// calling thread.
 inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype, int threads,
                                     const ProductLayout& layout, const ProductThresholds& t = kProductThresholds,
-                                    const ProductOptions& o = product_options()) {
+                                    const ProductOptions* options = nullptr) {
   using namespace choice_detail;
+  OptionsOnDemand o(options);
   switch (layout.source) {
     case ProductSource::dot_general: {
       const bool tiny = !layout.batch_dims && layout.max_rank <= 2 && layout.max_dim <= t.tiny_dim &&
@@ -235,9 +256,9 @@ inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype
       return {tiny ? ProductPath::tiny : ProductPath::planned};
     }
     case ProductSource::tile: {  // on the calling thread; OpenBLAS needs no `large` here
-      if (o.dnnl && dtype == DType::f32 && work(m, n, k) >= t.dnnl_work) return {ProductPath::dnnl};
-      if (dtype == DType::f64 && k <= t.panel_max_k) return {ProductPath::panel, 1, 1, o.zero_rows};
-      if (std::min(m, n) > t.eigen_skinny && o.blas && floating(dtype)) return {ProductPath::blas};
+      if (dtype == DType::f32 && work(m, n, k) >= t.dnnl_work && o().dnnl) return {ProductPath::dnnl};
+      if (dtype == DType::f64 && k <= t.panel_max_k) return {ProductPath::panel, 1, 1, o().zero_rows};
+      if (std::min(m, n) > t.eigen_skinny && floating(dtype) && o().blas) return {ProductPath::blas};
       return {ProductPath::eigen};
     }
     case ProductSource::strided:
@@ -252,7 +273,7 @@ inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype
   if (batch_threads > 1 && each < t.large_work && each * static_cast<double>(layout.batch) >= t.large_work) {
     ProductLayout one = layout;
     one.batch = 1;
-    ProductChoice c = choose_product(m, n, k, dtype, 1, one, t, o);
+    ProductChoice c = choose_product(m, n, k, dtype, 1, one, t, options);
     c.batch_threads = batch_threads;
     return c;
   }

@@ -1,7 +1,7 @@
 /// How the CPU dot_general sees its operands: the layout planning that views each batch as
-/// row-major matrices (in place, possibly transposed, or after a permute copy), the sizes the
-/// tiny rule reads, the tiny products themselves (plain loops over the shapes) and the matrix
-/// view of a batch-free product that tiles compute by rectangles.
+/// row-major matrices (in place, possibly transposed, or after a permute copy), the tiny products
+/// (plain loops over the shapes) and the matrix view of a batch-free product that tiles compute
+/// by rectangles.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -78,37 +78,6 @@ inline std::pair<IndexVector, IndexVector> sort_pairs(const AxisPair& c, bool by
   return r;
 }
 
-/// A dot_general as one product for choose_product's tiny rule (source dot_general): m (lhs free
-/// elements), n (rhs free), k (contracted), and the layout fields the rule reads. Loops over the
-/// dims only: the operand layouts are planned for products that are not tiny.
-struct DotGeneralSizes {
-  int64_t m = 1, n = 1, k = 1;
-  ProductLayout layout;
-};
-inline DotGeneralSizes dot_general_sizes(const std::vector<int64_t>& ls, const std::vector<int64_t>& rs,
-                                         const AxisPair& contract, const AxisPair& batch) {
-  auto listed = [](const std::vector<int64_t>& dims, int64_t d) {
-    return std::find(dims.begin(), dims.end(), d) != dims.end();
-  };
-  DotGeneralSizes s;
-  s.layout.source = ProductSource::dot_general;
-  s.layout.batch_dims = !batch.first.empty();
-  s.layout.max_rank = static_cast<int64_t>(std::max(ls.size(), rs.size()));
-  for (int64_t d = 0; d < static_cast<int64_t>(ls.size()); ++d) {
-    const int64_t e = ls[static_cast<size_t>(d)];
-    s.layout.max_dim = std::max(s.layout.max_dim, e);
-    if (listed(contract.first, d)) s.k *= e;
-    else if (listed(batch.first, d)) s.layout.batch *= e;
-    else s.m *= e;
-  }
-  for (int64_t d = 0; d < static_cast<int64_t>(rs.size()); ++d) {
-    const int64_t e = rs[static_cast<size_t>(d)];
-    s.layout.max_dim = std::max(s.layout.max_dim, e);
-    if (!listed(contract.second, d) && !listed(batch.second, d)) s.n *= e;
-  }
-  return s;
-}
-
 /// How a tiny product reads one operand: the element stride of its free index (free dims
 /// flattened: none, one, or both dims of a rank-2 operand, which are then contiguous) and of each
 /// contracting pair.
@@ -154,20 +123,29 @@ void tiny_product(const A* lhs, const A* rhs, A* out, const TinyOperand& l, cons
 }
 
 /// dot_general through tiny_product when choose_product picks `tiny` for it; false (nothing done)
-/// otherwise.
+/// otherwise. The operands' sizes are read only where the rule can apply (no batch dims, ranks
+/// <= 2): the rule itself rejects the others from the layout alone.
 template <class A>
 bool tiny_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs, const std::vector<int64_t>& rs,
                       const AxisPair& contract, const AxisPair& batch, A* out) {
-  const DotGeneralSizes s = dot_general_sizes(ls, rs, contract, batch);
-  // The dot_general source reads no options (and reading the switches costs a tiny product's time).
-  if (choose_product(s.m, s.n, s.k, kAccDType<A>, 1, s.layout, kProductThresholds, ProductOptions{}).path !=
-      ProductPath::tiny)
-    return false;
+  ProductLayout layout;
+  layout.source = ProductSource::dot_general;
+  layout.batch_dims = !batch.first.empty();
+  layout.max_rank = static_cast<int64_t>(std::max(ls.size(), rs.size()));
   TinyOperand l, r;
-  tiny_operand(ls, contract.first, l);
-  tiny_operand(rs, contract.second, r);
   int64_t k[2] = {1, 1};
-  for (size_t p = 0; p < contract.first.size(); ++p) k[p] = ls[static_cast<size_t>(contract.first[p])];
+  if (!layout.batch_dims && layout.max_rank <= 2) {
+    tiny_operand(ls, contract.first, l);
+    tiny_operand(rs, contract.second, r);
+    for (size_t p = 0; p < contract.first.size(); ++p) k[p] = ls[static_cast<size_t>(contract.first[p])];
+    for (int64_t d : ls) layout.max_dim = std::max(layout.max_dim, d);
+    for (int64_t d : rs) layout.max_dim = std::max(layout.max_dim, d);
+  }
+  // The dot_general source reads no options.
+  static constexpr ProductOptions kNone{};
+  const ProductChoice choice =
+      choose_product(l.free_extent, r.free_extent, k[0] * k[1], kAccDType<A>, 1, layout, kProductThresholds, &kNone);
+  if (choice.path != ProductPath::tiny) return false;
   if (contract.first.size() < 2) tiny_product<true>(lhs, rhs, out, l, r, k);  // the common case, k[1] == 1
   else tiny_product<false>(lhs, rhs, out, l, r, k);
   return true;
