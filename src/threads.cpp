@@ -1,5 +1,5 @@
 // CPU threads for large kernels: fluxion::num_threads / set_num_threads, and whether OpenBLAS's
-// kernels suit this CPU (backends/cpu/gemm.hpp asks before handing it a product).
+// kernels suit this CPU (backends/cpu/gemm_choice.hpp asks before handing it a product).
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "backends/cpu/gemm.hpp"
+#include "backends/cpu/gemm_choice.hpp"
 #include "fluxion/device.hpp"
 
 #if FLUXION_WITH_BLAS

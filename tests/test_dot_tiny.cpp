@@ -106,8 +106,8 @@ bool check_case(const Case& c) {
   for (int64_t d : c.contract.first) work *= c.ls[static_cast<size_t>(d)];
   for (int64_t d : c.ls) largest = std::max(largest, d);
   for (int64_t d : c.rs) largest = std::max(largest, d);
-  const bool tiny = c.ls.size() <= 2 && c.rs.size() <= 2 && largest <= fx::cpu::gemm_detail::kTinyDim &&
-                    work <= fx::cpu::gemm_detail::kTinyWork;
+  const bool tiny = c.ls.size() <= 2 && c.rs.size() <= 2 && largest <= fx::cpu::kProductThresholds.tiny_dim &&
+                    work <= fx::cpu::kProductThresholds.tiny_work;
   const std::vector<T> l = values<T>(count(c.ls), 1), r = values<T>(count(c.rs), 2);
   std::vector<T> fast(n_out, T(-99)), general(n_out, T(-77)), ref(n_out, T(-55));
   const bool took = fx::cpu::gemm_detail::tiny_dot_general(reinterpret_cast<const A*>(l.data()), c.ls,
@@ -160,7 +160,7 @@ TEST_CASE("dot_general tiny path: every rank-0..2 layout equals the general path
 }
 
 TEST_CASE("dot_general tiny path: batch dims, rank 3, dims above kTinyDim and large products take the general path") {
-  constexpr int64_t big = fx::cpu::gemm_detail::kTinyDim + 1;
+  constexpr int64_t big = fx::cpu::kProductThresholds.tiny_dim + 1;
   CHECK_FALSE(check_case<double>({{big, 1}, {1, 1}, {{1}, {0}}}));
   CHECK_FALSE(check_case<double>({{1, big}, {big}, {{1}, {0}}}));
   CHECK_FALSE(check_case<double>({{2, 3, 4}, {4}, {{2}, {0}}}));
@@ -310,7 +310,8 @@ TEST_CASE("threads: OpenBLAS stays on the calling thread; large products on more
     fx::set_num_threads(threads);
 #if FLUXION_WITH_BLAS
     CHECK(openblas_get_num_threads() == 1);
-    CHECK(fx::cpu::gemm_detail::blas_for(m, n, k) == (threads == 1 && fx::cpu::blas_usable()));
+    const fx::cpu::ProductChoice choice = fx::cpu::choose_product(m, n, k, fx::f64, fx::cpu::kernel_threads(), {});
+    CHECK((choice.path == fx::cpu::ProductPath::blas) == (threads == 1 && fx::cpu::blas_usable()));
 #endif
     std::vector<double> got(m * n, -1.0);
     fx::cpu::gemm_detail::general_dot_general(a.data(), {m, k}, b.data(), {k, n}, {{1}, {0}}, {}, got.data());
@@ -446,7 +447,7 @@ TEST_CASE("threads: large matrix-vector products are split by slices of the resu
   };
   // 700 x 300 and 37 x 4000 are split (37: slices of 16 and 21); 20 x 7000 has too few results.
   const Shape shapes[] = {{700, 300}, {37, 4000}, {20, 7000}, {300, 700}};
-  static_assert(700 * 300 >= fx::cpu::gemm_detail::kParallelGemv);
+  static_assert(700 * 300 >= fx::cpu::kProductThresholds.parallel_gemv);
   for (const Shape& sh : shapes) {
     for (int lhs_is_vector : {0, 1}) {
       for (int mat_transposed : {0, 1}) {
@@ -497,7 +498,7 @@ TEST_CASE("f32 products through oneDNN (when linked): every transpose pair, 1 an
   // sgemm: its 'N'/'T' flags and leading dims must mean what ours do. (Leading dims wider than
   // the rows: the tiled products of test_jit, whose tiles write into wider rows.)
   // 48^3 is just above kDnnlWork, 160 x 160 x 170 is "large" (num_threads() threads), 16^3 stays on Eigen.
-  static_assert(48.0 * 48 * 48 >= fx::cpu::gemm_detail::kDnnlWork && 16.0 * 16 * 16 < fx::cpu::gemm_detail::kDnnlWork);
+  static_assert(48.0 * 48 * 48 >= fx::cpu::kProductThresholds.dnnl_work && 16.0 * 16 * 16 < fx::cpu::kProductThresholds.dnnl_work);
   check_product_layouts<float>({{48, 48, 48}, {37, 90, 41}, {160, 160, 170}, {16, 16, 16}}, {2, 1}, 1e-5);
 }
 
@@ -508,7 +509,7 @@ namespace {
 /// wider rows equal the reference's, and the buffer's other elements are left alone.
 template <bool TransA, bool TransB>
 void check_product_tiles() {
-  using fx::cpu::gemm_detail::kPanelMaxK;
+  constexpr int64_t kPanelMaxK = fx::cpu::kProductThresholds.panel_max_k;
   struct Shape {
     int64_t m, n, k;
   };

@@ -2,7 +2,8 @@
 /// triangle is multiplied out (about half the multiply-adds of a full GEMM): the rows of x are
 /// scaled by s into a scratch B, the lower triangle of xᵀ B is computed one block row of
 /// kPanelRows rows at a time (one GEMM each, up to and including its diagonal block), and the
-/// strict lower triangle is then mirrored into the upper one, so the result is exactly symmetric. GEMMs go to OpenBLAS or Eigen by the rules of backends/cpu/gemm.hpp.
+/// strict lower triangle is then mirrored into the upper one, so the result is exactly symmetric.
+/// Each GEMM takes the path choose_product picks for a strided product (backends/cpu/gemm_choice.hpp).
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -16,8 +17,8 @@
 namespace fluxion::cpu {
 namespace gram_detail {
 
-/// Rows per block row of the lower triangle (one GEMM each). Chosen by measurement (bench W4
-/// shape, f64 1000x1000, one thread): see the header comment of primitives/gram.cpp.
+/// Rows per block row of the lower triangle (one GEMM each). Chosen by measurement (f64, N = D =
+/// 1000, one thread): see the header comment of primitives/gram.cpp.
 inline constexpr int64_t kPanelRows = 128;
 /// Tile edge of the mirroring transpose copy (two 32x32 f64 tiles fit in L1).
 inline constexpr int64_t kMirrorTile = 32;

@@ -1,0 +1,185 @@
+/// The register panels of the CPU GEMM paths (f64 products of short contractions, narrow
+/// results, tiles): op(b) packed a panel at a time into L1, op(a) read in place, result rows
+/// accumulated in registers; and split_product, one slice of a product per thread.
+#pragma once
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backends/cpu/gemm_choice.hpp"
+#include "backends/cpu/gemm_libraries.hpp"
+#include "backends/cpu/gemm_register.hpp"
+
+namespace fluxion::cpu::gemm_detail {
+
+/// The rows [begin, end) of a panel of kb rows of W elements (row_b(l): row l) outside which
+/// every row is exact zeros (NaN counts as nonzero), found from both ends: two rows when dense.
+/// Column blocks of a triangular op(b) (upper triangular per block) have shorter ranges in their
+/// earlier panels.
+template <int W, class A, class RowB>
+std::pair<int64_t, int64_t> panel_rows(int64_t kb, const RowB& row_b) {
+  auto nonzero = [&](int64_t l) {
+    const A* x = row_b(l);
+    for (int e = 0; e < W; ++e)
+      if (x[e] != A(0)) return true;
+    return false;
+  };
+  int64_t begin = 0, end = kb;
+  while (begin < kb && !nonzero(begin)) ++begin;
+  while (end > begin && !nonzero(end - 1)) --end;
+  return {begin, end};
+}
+
+/// True when x[0..n) are all finite: x * 0 is 0 for finite x and NaN for inf and NaN, summed
+/// in packets (Eigen's allFinite on a strided block ran a scalar loop: 30 % of a 334 x 128 x 64
+/// panel product).
+template <class A>
+bool all_finite(const A* x, int64_t n) {
+  namespace ei = Eigen::internal;
+  using P = PacketOf<A>;
+  constexpr int PS = kPacketSize<A>;
+  const P zero = ei::pset1<P>(A(0));
+  P acc = zero;
+  int64_t e = 0;
+  for (; e + PS <= n; e += PS) acc = ei::pmadd(ei::ploadu<P>(x + e), zero, acc);
+  A tail = ei::predux(acc);
+  for (; e < n; ++e) tail += x[e] * A(0);
+  return tail == A(0);
+}
+
+/// 1 when rows [i0, i1) of op(a) (k columns; a row-major with leading dim lda, op(a) = a^T when
+/// TransA) hold only finite values, else 0.
+template <bool TransA, class A>
+int rows_finite(const A* a, int64_t lda, int64_t i0, int64_t i1, int64_t k) {
+  const int64_t lines = TransA ? k : i1 - i0, length = TransA ? i1 - i0 : k;
+  const A* first = TransA ? a + i0 : a + i0 * lda;
+  for (int64_t r = 0; r < lines; ++r)
+    if (!all_finite(first + r * lda, length)) return 0;
+  return 1;
+}
+
+/// Rows and packets of panel_product's register block: as many accumulators as 3/4 of the
+/// vector registers hold (6 x 4 with AVX-512's 32 registers, 3 x 4 with 16), the rest for one
+/// packed row of b and the broadcast element of a.
+inline constexpr int kPanelPackets = 4;
+inline constexpr int kPanelRows = static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) >= 32 ? 6 : 3;
+/// Contraction steps of one panel: the choice's panel_max_k, so that a product it sends here has
+/// one block of k.
+inline constexpr int64_t kPanelDepth = kProductThresholds.panel_max_k;
+/// Rows of op(a) run against each panel in turn: at most 384 x 128 f64 (384 KB, in L2) are read
+/// again per panel, however many rows the product has (tiles have up to about 250).
+inline constexpr int64_t kPanelRowBlock = 64 * kPanelRows;
+
+/// c (m x n, leading dim ldc) = op(a) op(b) on the calling thread: op(b)'s columns are packed
+/// kPanelPackets packets at a time into a panel of at most kPanelDepth x W (zero padded; it stays
+/// in L1), and each group of kPanelRows result rows is accumulated over the panel's rows in
+/// registers against it, then stored once. Unlike Eigen's product, c is not zero filled first and
+/// op(a) is read in place (register_rows broadcasts its elements), so nothing but the panel is
+/// packed. Contractions longer than kPanelDepth run in blocks of it, each block after the first
+/// added into c (through `spill`). With `skip_zero_rows`, a panel's all-zero rows at either end
+/// are not stepped over (panel_rows): a triangular op(b) costs about 3/4 of a dense one
+/// (measured: bench/RESULTS.md).
+template <bool TransA, bool TransB, class A>
+void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k, bool skip_zero_rows = true) {
+  constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
+  alignas(64) A panel[kPanelDepth * W];
+  alignas(64) A spill[kPanelRows * W];  // rows of a narrower panel or a later k block, before c
+  for (int64_t i0 = 0; i0 < m; i0 += kPanelRowBlock) {
+    const int64_t i1 = std::min(m, i0 + kPanelRowBlock);
+    int a_finite = -1;  // rows [i0, i1) of op(a) all finite: unknown until a panel has zeros to skip
+    for (int64_t j0 = 0; j0 < n; j0 += W) {
+      const int64_t w = std::min<int64_t>(W, n - j0);
+      for (int64_t l0 = 0; l0 < k; l0 += kPanelDepth) {
+        const int64_t kb = std::min(kPanelDepth, k - l0);
+        // Whole panels of a row-major op(b) are read where they are (a copy per row was a call
+        // to memmove of 32 elements: 8 % of a 1000 x 32 x 32 batched product).
+        const bool in_place = !TransB && w == W;
+        if constexpr (TransB) {
+          // Row by row of b: one sequential read of w rows. Column by column (32 rows at once)
+          // the reads of a b not in cache stalled: a 1000 x 6400 x 64 product (3.3 MB of b,
+          // packed once per tile row) ran at 62 GFLOP/s against 87 with b in L2.
+          for (int64_t j = 0; j < w; ++j) {
+            const A* src = b + (j0 + j) * ldb + l0;
+            for (int64_t l = 0; l < kb; ++l) panel[l * W + j] = src[l];
+          }
+          if (w < W)
+            for (int64_t l = 0; l < kb; ++l) std::fill(panel + l * W + w, panel + (l + 1) * W, A(0));
+        } else {
+          for (int64_t l = 0; l < kb && !in_place; ++l) {
+            A* dst = panel + l * W;
+            std::copy(b + (l0 + l) * ldb + j0, b + (l0 + l) * ldb + j0 + w, dst);
+            std::fill(dst + w, dst + W, A(0));
+          }
+        }
+        auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[(l0 + l) * lda + i] : a[i * lda + l0 + l]; };
+        auto row_b = [&](int64_t l) {
+          return in_place ? b + (l0 + l) * ldb + j0 : static_cast<const A*>(panel + l * W);
+        };
+        // The panel's zero rows at either end are skipped, where op(a)'s rows are finite (0 inf
+        // is NaN: checked once per row block, when a panel first has zero rows to skip).
+        auto [begin, end] = skip_zero_rows ? panel_rows<W, A>(kb, row_b) : std::pair<int64_t, int64_t>(0, kb);
+        if ((begin > 0 || end < kb) && a_finite < 0) a_finite = rows_finite<TransA>(a, lda, i0, i1, k);
+        if (a_finite == 0) begin = 0, end = kb;
+        auto row_b_from = [&, begin = begin](int64_t l) { return row_b(begin + l); };
+        auto a_at_from = [&, begin = begin](int64_t i, int64_t l) { return a_at(i, begin + l); };
+        const int64_t steps = end - begin;
+        int64_t i = i0;
+        auto rows = [&](auto count) {
+          constexpr int R = decltype(count)::value;
+          if (w == W && l0 == 0) {
+            register_rows<R, NP>(i, steps, row_b_from, a_at_from, c + i * ldc + j0, ldc);
+          } else {
+            register_rows<R, NP>(i, steps, row_b_from, a_at_from, spill, W);
+            for (int r = 0; r < R; ++r) {
+              A* out = c + (i + r) * ldc + j0;
+              const A* in = spill + r * W;
+              if (l0 == 0) std::copy(in, in + w, out);
+              else for (int64_t j = 0; j < w; ++j) out[j] += in[j];
+            }
+          }
+          i += R;
+        };
+        while (i1 - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
+        if constexpr (kPanelRows > 4) if (i1 - i >= 4) rows(std::integral_constant<int, 4>());
+        if (i1 - i >= 2) rows(std::integral_constant<int, 2>());
+        if (i1 - i >= 1) rows(std::integral_constant<int, 1>());
+      }
+    }
+  }
+}
+
+inline constexpr int64_t kPanelNarrow = 64;
+
+/// blas_product's product on `threads` threads, each computing its own slice of c (rows, or
+/// columns when c is wider than tall) on its own: by panel_product when `panels` (skipping zero
+/// rows when `skip_zero_rows`), else by Eigen's product on that thread.
+template <bool TransA, bool TransB, class A>
+void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
+                   int64_t k, int threads, bool panels, bool skip_zero_rows) {
+  const bool by_rows = m >= n;
+  auto slice = [&](int t, int nt) {
+    const int64_t extent = by_rows ? m : n, s0 = extent * t / nt, s1 = extent * (t + 1) / nt;
+    if (s1 == s0) return;
+    const A* as = by_rows ? a + (TransA ? s0 : s0 * lda) : a;
+    const A* bs = by_rows ? b : b + (TransB ? s0 * ldb : s0);
+    A* cs = by_rows ? c + s0 * ldc : c + s0;
+    const int64_t ms = by_rows ? s1 - s0 : m, ns = by_rows ? n : s1 - s0;
+    if (panels) panel_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k, skip_zero_rows);
+    else eigen_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k, 1);
+  };
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+  slice(omp_get_thread_num(), omp_get_num_threads());
+#else
+  (void)threads;
+  slice(0, 1);
+#endif
+}
+
+}  // namespace fluxion::cpu::gemm_detail
