@@ -36,6 +36,10 @@ WORKLOADS = {
     "W8": [(k, f"d={d},K={K}", d <= 10 and K <= 25) for d in (2, 10, 32, 64) for K in (5, 25, 100)
            for k in ("grad", "fn")],
     "W9": [(k, f"rk4:n={SCAN_N},steps={SCAN_STEPS}", True) for k in ("grad", "fn")],
+    "W10": [(k, "b=8,h=4,s=128,d=32", True) for k in ("grad", "fn")],
+    "W11": [(k, "gru:batch=16,in=32,hidden=64,steps=100", True) for k in ("grad", "fn")],
+    "W12": [(k, "mlp:points=256,dim=3,width=64", True) for k in ("grad", "fn")],
+    "W13": [("grad", f"{mode}:K={K},m=256", K == 25) for K in (25, 100) for mode in ("jacfwd", "jacrev")],
 }
 
 LABELS = {
@@ -52,9 +56,16 @@ LABELS = {
     ("W8", "fn"): "W8 GMM objective",
     ("W9", "grad"): "W9 scan RK4 gradient",
     ("W9", "fn"): "W9 scan RK4 loss",
+    ("W10", "grad"): "W10 attention grad",
+    ("W10", "fn"): "W10 attention",
+    ("W11", "grad"): "W11 GRU scan value_and_grad",
+    ("W11", "fn"): "W11 GRU scan loss",
+    ("W12", "grad"): "W12 Laplacian vmap(hessian)",
+    ("W12", "fn"): "W12 MLP u(x)",
+    ("W13", "grad"): "W13 least-squares JᵀJ, Jᵀr",
 }
 
-F64_WORKLOADS = {"W4", "W8", "W9"}  # and W5's logreg case
+F64_WORKLOADS = {"W4", "W8", "W9", "W11", "W13"}  # and W5's logreg case
 
 
 def selected(only=None, quick=False):
@@ -196,6 +207,68 @@ def rk4_step(rhs, x, h=SCAN_H):
     k3 = rhs(x + k2 * (h / 2))
     k4 = rhs(x + k3 * h)
     return x + (k1 + 2.0 * k2 + 2.0 * k3 + k4) * (h / 6)
+
+
+def attention_data(b, h, s, d):
+    """(q, k, v) [b, h, s, d] in float64, as AttentionData in bench/bench_workloads_attention.cpp."""
+    n = b * h * s * d
+    return tuple(normal_values(n, seed).reshape(b, h, s, d) for seed in (10001, 10002, 10003))
+
+
+def gru_data(batch, inp, hidden, steps):
+    """(params (wz, wr, wn, uz, ur, un, bz, br, bn), h0 [batch, hidden], xs [steps, batch, inp]) in
+    float64, as GruData in bench/bench_workloads_recurrent.cpp."""
+    shapes = [(inp, hidden)] * 3 + [(hidden, hidden)] * 3 + [(hidden,)] * 3
+    scales = [1.0 / math.sqrt(inp)] * 3 + [1.0 / math.sqrt(hidden)] * 3 + [0.1] * 3
+    params = tuple(normal_values(math.prod(sh), 11001 + i, sc).reshape(sh)
+                   for i, (sh, sc) in enumerate(zip(shapes, scales)))
+    h0 = normal_values(batch * hidden, 11010, 0.5).reshape(batch, hidden)
+    xs = normal_values(steps * batch * inp, 11011, 1.0).reshape(steps, batch, inp)
+    return params, h0, xs
+
+
+def gru_cell(p, h, x, sigmoid, tanh):
+    """One GRU step, written as the C++ suite writes it (any array library)."""
+    wz, wr, wn, uz, ur, un, bz, br, bn = p
+    z = sigmoid(x @ wz + h @ uz + bz)
+    r = sigmoid(x @ wr + h @ ur + br)
+    n = tanh(x @ wn + r * (h @ un) + bn)
+    return (1.0 - z) * n + z * h
+
+
+def laplacian_data(points, dim, width):
+    """(params (W1, b1, W2, b2, w3), X [points, dim]) rounded to float32 values, as LaplacianData in
+    bench/bench_workloads_laplacian.cpp."""
+    import numpy as np
+    shapes = [(dim, width), (width,), (width, width), (width,), (width,)]
+    scales = [1.0 / math.sqrt(dim), 0.1, 1.0 / math.sqrt(width), 0.1, 1.0 / math.sqrt(width)]
+    params = tuple(normal_values(math.prod(sh), 12002 + i, sc).astype(np.float32).reshape(sh)
+                   for i, (sh, sc) in enumerate(zip(shapes, scales)))
+    X = uniform_values(points * dim, 12001, -1.0, 1.0).astype(np.float32).reshape(points, dim)
+    return params, X
+
+
+def mlp_u(p, x, tanh, dot):
+    """u(x) = w3 . tanh(tanh(x W1 + b1) W2 + b2) for one point x [dim]."""
+    W1, b1, W2, b2, w3 = p
+    return dot(tanh(tanh(x @ W1 + b1) @ W2 + b2), w3)
+
+
+def decay_data(K, m):
+    """(p = (a, lambda) [2K], t [m], y [m]) in float64, as DecayData in
+    bench/bench_workloads_least_squares.cpp."""
+    import numpy as np
+    t = 4.0 * np.arange(m, dtype=np.float64) / (m - 1)
+    y = normal_values(m, 13001, 0.01) + 1.5 * np.exp(-0.7 * t) + 0.5 * np.exp(-2.5 * t)
+    a = uniform_values(K, 13002, 0.5, 1.5) / K
+    lam = uniform_values(K, 13003, 0.1, 3.0)
+    return np.concatenate([a, lam]), t, y
+
+
+def decay_residual(p, t, y, exp, outer):
+    """r(p) = exp(-t lambda^T) a - y, p = (a, lambda)."""
+    K = p.shape[0] // 2
+    return exp(-outer(t, p[K:])) @ p[:K] - y
 
 
 def parse_size(size):

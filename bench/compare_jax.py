@@ -14,7 +14,7 @@ import compare_common as cc  # noqa: E402
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)  # W4, W5 logreg, W8 and W9 are f64; the rest builds f32 explicitly
+jax.config.update("jax_enable_x64", True)  # W4, W5 logreg, W8, W9, W11, W13 are f64; the rest builds f32 explicitly
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
@@ -99,6 +99,32 @@ def scan_loss(W, b, x0, steps):
     return jnp.sum(xT * xT)
 
 
+def attention(q, k, v):
+    s = (q @ jnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    return jax.nn.softmax(s, axis=-1) @ v
+
+
+def attention_loss(q, k, v):
+    out = attention(q, k, v)
+    return 0.5 * jnp.sum(out * out)
+
+
+def gru_loss(p, h0, xs):
+    """sum(h_T^2) after one GRU step per slice of xs, as one lax.scan."""
+    hT, _ = jax.lax.scan(lambda h, x: (cc.gru_cell(p, h, x, jax.nn.sigmoid, jnp.tanh), None), h0, xs)
+    return jnp.sum(hT * hT)
+
+
+def laplacians(p, X):
+    """trace(hessian(u)(x)) at every row of X: vmap of the Hessian's trace."""
+    u = lambda x: cc.mlp_u(p, x, jnp.tanh, jnp.dot)  # noqa: E731
+    return jax.vmap(lambda x: jnp.trace(jax.hessian(u)(x)))(X)
+
+
+def mlp_values(p, X):
+    return jax.vmap(lambda x: cc.mlp_u(p, x, jnp.tanh, jnp.dot))(X)
+
+
 def make(w, kind, size):
     """(thunk, leaves(result)) of the jit'd workload: thunk() runs one call."""
     mode, v = cc.parse_size(size)
@@ -164,6 +190,30 @@ def make(w, kind, size):
             return scan_loss(W_, b_, x0_, v["steps"])
         f = jax.jit(jax.grad(loss, argnums=(0, 1)) if kind == "grad" else loss)
         return (lambda: f(W, b, x0)), leaves
+    if w == "W10":
+        q, k, vv = (jnp.asarray(a, f32) for a in cc.attention_data(v["b"], v["h"], v["s"], v["d"]))
+        f = jax.jit(jax.grad(attention_loss, argnums=(0, 1, 2)) if kind == "grad" else attention)
+        return (lambda: f(q, k, vv)), leaves
+    if w == "W11":
+        p, h0, xs = cc.gru_data(v["batch"], v["in"], v["hidden"], v["steps"])
+        p, h0, xs = tuple(jnp.asarray(a, f64) for a in p), jnp.asarray(h0, f64), jnp.asarray(xs, f64)
+        f = jax.jit(jax.value_and_grad(gru_loss) if kind == "grad" else gru_loss)
+        return (lambda: f(p, h0, xs)), leaves
+    if w == "W12":
+        p, X = cc.laplacian_data(v["points"], v["dim"], v["width"])
+        p, X = tuple(jnp.asarray(a, f32) for a in p), jnp.asarray(X, f32)
+        f = jax.jit(laplacians if kind == "grad" else mlp_values)
+        return (lambda: f(p, X)), leaves
+    if w == "W13":
+        p, t, y = (jnp.asarray(a, f64) for a in cc.decay_data(v["K"], v["m"]))
+        jac = {"jacfwd": jax.jacfwd, "jacrev": jax.jacrev}[mode]
+
+        @jax.jit
+        def normal_equations(p_, t_, y_):
+            r = lambda q: cc.decay_residual(q, t_, y_, jnp.exp, jnp.outer)  # noqa: E731
+            J = jac(r)(p_)
+            return J.T @ J, r(p_) @ J
+        return (lambda: normal_equations(p, t, y)), leaves
     raise ValueError(f"unknown workload {w}")
 
 

@@ -6,6 +6,7 @@ the suite cannot afford (see bench/RESULTS.md). Threads: torch.set_num_threads(-
 
   bench/.venv/bin/python bench/compare_torch.py --only W1 --quick --out -
 """
+import math
 import os
 import sys
 
@@ -91,6 +92,24 @@ def scan_loss(W, b, x0, steps):
     return torch.sum(x * x)
 
 
+def attention(q, k, v):
+    s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def attention_loss(q, k, v):
+    out = attention(q, k, v)
+    return 0.5 * torch.sum(out * out)
+
+
+def gru_loss(p, h0, xs):
+    """W11 with a Python loop (PyTorch has no scan)."""
+    h = h0
+    for x in xs:
+        h = cc.gru_cell(p, h, x, torch.sigmoid, torch.tanh)
+    return torch.sum(h * h)
+
+
 def leaves(out):
     if isinstance(out, torch.Tensor):
         return [out.detach()]
@@ -162,6 +181,34 @@ def make(w, kind, size):
             return lambda: scan_loss(W, b, x0, v["steps"])
         g = grad(lambda W_, b_: scan_loss(W_, b_, x0, v["steps"]), argnums=(0, 1))
         return lambda: g(W, b)
+    if w == "W10":
+        q, k, vv = (t(a, dtype=f32) for a in cc.attention_data(v["b"], v["h"], v["s"], v["d"]))
+        if kind == "fn":
+            return lambda: attention(q, k, vv)
+        g = grad(attention_loss, argnums=(0, 1, 2))
+        return lambda: g(q, k, vv)
+    if w == "W11":
+        p, h0, xs = cc.gru_data(v["batch"], v["in"], v["hidden"], v["steps"])
+        p, h0, xs = tuple(t(a, dtype=f64) for a in p), t(h0, dtype=f64), t(xs, dtype=f64)
+        if kind == "fn":
+            return lambda: gru_loss(p, h0, xs)
+        gv = grad_and_value(gru_loss)
+        return lambda: gv(p, h0, xs)
+    if w == "W12":
+        p, X = cc.laplacian_data(v["points"], v["dim"], v["width"])
+        p, X = tuple(t(a, dtype=f32) for a in p), t(X, dtype=f32)
+        u = lambda x: cc.mlp_u(p, x, torch.tanh, torch.dot)  # noqa: E731
+        f = vmap(lambda x: torch.trace(hessian(u)(x))) if kind == "grad" else vmap(u)
+        return lambda: f(X)
+    if w == "W13":
+        p, tt, y = (t(a, dtype=f64) for a in cc.decay_data(v["K"], v["m"]))
+        jac = {"jacfwd": jacfwd, "jacrev": jacrev}[mode]
+
+        def normal_equations():
+            r = lambda q: cc.decay_residual(q, tt, y, torch.exp, torch.outer)  # noqa: E731
+            J = jac(r)(p)
+            return J.T @ J, r(p) @ J
+        return normal_equations
     raise ValueError(f"unknown workload {w}")
 
 

@@ -30,6 +30,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -229,6 +230,24 @@ void reg(const std::string& name, Body body, benchmark::TimeUnit unit = benchmar
     current_case() = name;
     body(st);
   })->UseRealTime()->Unit(unit);
+}
+
+/// Registers `w`/fluxion_jit`suffix``size` running fx::jit(f) and `w`/fluxion_eager`suffix``size`
+/// running f, both on the tuple of arguments `args(data)` (taken once per case, before timing) and
+/// checked by `check`; `suffix` is "" for the transformed function, "_fn" for the function alone.
+template <class D, class F, class Args, class Check>
+void reg_jit_and_eager(const std::string& w, const std::string& suffix, const std::string& size,
+                       std::shared_ptr<Lazy<D>> data, F f, Args args, Check check,
+                       benchmark::TimeUnit unit = benchmark::kMillisecond) {
+  reg(w + "/fluxion_jit" + suffix + size, [=](benchmark::State& st) {
+    auto a = args(data->get());
+    auto j = fx::jit(f);
+    run_case(st, [&] { return std::apply(j, a); }, check);
+  }, unit);
+  reg(w + "/fluxion_eager" + suffix + size, [=](benchmark::State& st) {
+    auto a = args(data->get());
+    run_case(st, [&] { return std::apply(f, a); }, check);
+  }, unit);
 }
 
 /// Honour FLUXION_NUM_THREADS for the Eigen baselines too, and record the setting in the JSON
