@@ -1,5 +1,7 @@
 // optimize: the pass pipeline of fx::jit (inline, dce, then simplify, cse, dce until the
 // equation count settles); FLUXION_DISABLE=simplify or cse leaves that pass out.
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 
@@ -26,8 +28,12 @@ Jaxpr run_pass(const char* name, Jaxpr (*pass)(const Jaxpr&), const Jaxpr& in) {
   return out;
 }
 
+/// Pipelines run by this process (pipeline_runs(), a test hook).
+std::atomic<uint64_t> runs{0};
+
 /// Inlining by `inline_pass`, then rounds of simplify + cse + dce.
 Jaxpr pipeline(const char* inline_name, Jaxpr (*inline_pass)(const Jaxpr&), const Jaxpr& jaxpr) {
+  runs.fetch_add(1, std::memory_order_relaxed);
   Jaxpr current = run_pass(inline_name, inline_pass, jaxpr);
   // Dead equations first (a gradient's unused primal products): rules that pair equations
   // (simplify_siblings.cpp) must not pair a live one with a dead one.
@@ -52,5 +58,14 @@ Jaxpr optimize(const Jaxpr& jaxpr) { return optimize_detail::pipeline("inline_ca
 Jaxpr optimize_for_execution(const Jaxpr& jaxpr) {
   return optimize_detail::pipeline("inline_all_calls", &inline_all_calls, jaxpr);
 }
+
+Jaxpr finish_for_execution(const Jaxpr& optimized) {
+  // optimize() left only the calls with rules of their own (inline_calls spliced the rest).
+  const bool calls = std::any_of(optimized.equations.begin(), optimized.equations.end(),
+                                 [](const Equation& e) { return e.primitive->callee != nullptr; });
+  return calls ? optimize_for_execution(optimized) : optimized;
+}
+
+uint64_t pipeline_runs() { return optimize_detail::runs.load(std::memory_order_relaxed); }
 
 }  // namespace fluxion::passes

@@ -1,5 +1,7 @@
 /// Jaxpr -> Jaxpr optimisation passes run by fx::jit: inlining, simplification, CSE and DCE.
 #pragma once
+#include <cstdint>
+
 #include "fluxion/jaxpr.hpp"
 
 namespace fluxion::passes {
@@ -27,5 +29,11 @@ Jaxpr inline_all_calls(const Jaxpr& jaxpr);
 Jaxpr optimize(const Jaxpr& jaxpr);
 /// optimize() for a plan about to be executed: every call is inlined first (inline_all_calls).
 Jaxpr optimize_for_execution(const Jaxpr& jaxpr);
+/// For a Jaxpr optimize() already ran on, about to be executed: when calls with rules of their own
+/// remain, optimize_for_execution (they are inlined, then cleaned up); otherwise `optimized` as it
+/// is, so that the pipeline runs once per jit signature.
+Jaxpr finish_for_execution(const Jaxpr& optimized);
+/// How many times optimize / optimize_for_execution ran in this process (a test hook).
+uint64_t pipeline_runs();
 
 }  // namespace fluxion::passes

@@ -8,8 +8,8 @@
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/registry.hpp"
+#include "runtime/plan_cache.hpp"
 #include "transforms/batching.hpp"
-#include "runtime/executable.hpp"
 #include "transforms/jvp.hpp"
 #include "transforms/partial_eval.hpp"
 #include "transforms/transpose.hpp"
@@ -17,28 +17,13 @@
 namespace fluxion {
 namespace control_flow_detail {
 
-struct SubJaxpr::Plans {
-  std::mutex mutex;
-  std::vector<std::pair<Device, std::shared_ptr<const Executable>>> executables;
-};
-
-SubJaxpr::SubJaxpr(Jaxpr j)
-    : jaxpr_(std::make_shared<const Jaxpr>(std::move(j))), plans_(std::make_shared<Plans>()) {}
-
-std::shared_ptr<const Executable> SubJaxpr::executable(Device device) const {
-  std::lock_guard<std::mutex> lock(plans_->mutex);
-  for (const auto& [d, e] : plans_->executables)
-    if (d == device) return e;
-  std::shared_ptr<const Executable> exe = compile_jaxpr(*jaxpr_, device);
-  plans_->executables.emplace_back(device, exe);
-  return exe;
+SubJaxpr::SubJaxpr(Jaxpr j) : jaxpr_(std::make_shared<const Jaxpr>(std::move(j))) {
+  plans_ = std::make_shared<const runtime::PlanCache>(jaxpr_, runtime::JaxprStage::traced);
 }
 
-std::vector<Tensor> SubJaxpr::run(const std::vector<Tensor>& args) const {
-  std::vector<Tensor> outs;
-  executable(args.empty() ? Device::cpu() : args[0].device())->run(args, outs);
-  return outs;
-}
+std::shared_ptr<const Executable> SubJaxpr::executable(Device device) const { return plans_->executable(device); }
+
+std::vector<Tensor> SubJaxpr::run(const std::vector<Tensor>& args) const { return plans_->run(args); }
 
 std::vector<Tensor> SubJaxpr::run_reference(const std::vector<Tensor>& args) const {
   return eval_jaxpr_on(*jaxpr_, args, Backend::reference);

@@ -8,8 +8,8 @@
 #include "fluxion/control_flow.hpp"
 #include "fluxion/jit.hpp"
 #include "primitives/registry.hpp"
+#include "runtime/plan_cache.hpp"
 #include "transforms/batching.hpp"
-#include "runtime/executable.hpp"
 #include "transforms/jvp.hpp"
 #include "transforms/partial_eval.hpp"
 #include "transforms/transpose.hpp"
@@ -30,24 +30,22 @@ struct JitCallParams::Caches {
     std::vector<bool> out_known;
     size_t num_residuals = 0;
   };
-  std::mutex mutex;
-  std::vector<std::pair<Device, std::shared_ptr<const Executable>>> executables;
+  Caches(std::shared_ptr<const Jaxpr> jaxpr, runtime::JaxprStage stage) : plans(std::move(jaxpr), stage) {}
+  runtime::PlanCache plans;
+  std::mutex mutex;  // guards the derived Jaxprs below
   std::map<std::vector<bool>, Jvp> jvp;
   std::map<std::pair<std::vector<int64_t>, int64_t>, Batch> batch;
   std::map<std::vector<bool>, PartialEval> partial_eval;
   std::map<std::vector<bool>, std::shared_ptr<const JitCallParams>> transpose;
 };
 
-JitCallParams::JitCallParams(std::shared_ptr<const Jaxpr> jaxpr, std::string name)
-    : jaxpr_(std::move(jaxpr)), name_(std::move(name)), caches_(std::make_shared<Caches>()) {}
+JitCallParams::JitCallParams(std::shared_ptr<const Jaxpr> jaxpr, std::string name, bool optimized)
+    : jaxpr_(std::move(jaxpr)),
+      name_(std::move(name)),
+      caches_(std::make_shared<Caches>(jaxpr_, optimized ? runtime::JaxprStage::optimized : runtime::JaxprStage::traced)) {}
 
 std::shared_ptr<const Executable> JitCallParams::executable(Device device) const {
-  std::lock_guard<std::mutex> lock(caches_->mutex);
-  for (const auto& [d, exe] : caches_->executables)
-    if (d == device) return exe;
-  auto exe = compile_jaxpr(*jaxpr_, device);
-  caches_->executables.emplace_back(device, exe);
-  return exe;
+  return caches_->plans.executable(device);
 }
 
 FLUXION_REPL_INLINE void JitCallParams::print(std::ostream& os) const {
@@ -92,11 +90,7 @@ void copy_outputs(const std::vector<Tensor>& from, std::vector<Tensor>& to) {
 }
 
 void cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
-  const auto& call = params.as<JitCallParams>();
-  Device device = in.empty() ? Device::cpu() : in[0].device();
-  std::vector<Tensor> results;
-  call.executable(device)->run(in, results);
-  copy_outputs(results, out);
+  copy_outputs(params.as<JitCallParams>().caches().plans.run(in), out);
 }
 
 // The reference backend replays the equations one by one with reference kernels.

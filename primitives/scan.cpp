@@ -5,8 +5,8 @@
 
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
+#include "runtime/plan_cache.hpp"
 #include "transforms/batching.hpp"
-#include "runtime/executable.hpp"
 #include "transforms/partial_eval.hpp"
 
 namespace fluxion {
@@ -151,8 +151,8 @@ void compiled_kernel(const Slices& in, const Params& params, Slices& out) {
       for (size_t j = 0; j < nx; ++j)
         if (xs[j].bytes) std::memcpy(x_rows[j], xs[j].at(i), xs[j].bytes);
       r.clear();
-      if (step == 0) exe->run(args, r);  // checks the avals once
-      else exe->run_unchecked(args, r);
+      if (step == 0) runtime::run_plan(*exe, args, r);  // checks the avals once
+      else runtime::run_plan_unchecked(*exe, args, r);
       for (size_t k = 0; k < ys.size(); ++k)
         if (ys[k].bytes) std::memcpy(ys[k].at(i), bytes(r[ncar + k]), ys[k].bytes);
       for (size_t k = 0; k < ncar; ++k) {

@@ -6,7 +6,7 @@
 
 #include "runtime/backend.hpp"
 #include "runtime/planner.hpp"
-#include "passes/passes.hpp"
+#include "runtime/plan_cache.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -151,8 +151,7 @@ std::string Executable::describe() const { return runtime::describe_plan(*plan_,
 int64_t Executable::intermediate_bytes() const { return runtime::intermediate_bytes(*plan_); }
 
 std::shared_ptr<const Executable> compile_jaxpr(const Jaxpr& traced, Device device) {
-  auto optimized = std::make_shared<const Jaxpr>(passes::optimize_for_execution(traced));
-  return std::make_shared<const Executable>(optimized, device);
+  return runtime::compile(traced, runtime::JaxprStage::traced, device);
 }
 
 }  // namespace fluxion

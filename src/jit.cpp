@@ -42,7 +42,9 @@ void finish_entry(Entry& e, Jaxpr traced, const std::vector<Tensor>& leaves) {
     traced.consts = std::move(consts);
     traced.invars.insert(traced.invars.begin(), lifted_vars.begin(), lifted_vars.end());
   }
-  e.call = std::make_shared<const JitCallParams>(std::make_shared<const Jaxpr>(passes::optimize(traced)), "jit");
+  // The pipeline's one run for this signature: planning the call only inlines what remains.
+  e.call = std::make_shared<const JitCallParams>(std::make_shared<const Jaxpr>(passes::optimize(traced)), "jit",
+                                                 /*optimized=*/true);
 }
 
 void run_entry(const Entry& e, std::vector<Tensor>& leaves, std::vector<Tensor>& outs) {

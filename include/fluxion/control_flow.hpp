@@ -28,6 +28,9 @@
 namespace fluxion {
 
 class Executable;
+namespace runtime {
+class PlanCache;
+}
 
 /// while_loop option: at most `n` iterations; enables reverse mode (lowered to a bounded scan).
 struct MaxSteps {
@@ -50,7 +53,7 @@ namespace control_flow_detail {
 using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 /// A sub-Jaxpr of a control-flow primitive (closed over concrete constants only) and its compiled
-/// plans, shared by every copy of the params.
+/// plans (a runtime::PlanCache), shared by every copy of the params.
 class SubJaxpr {
  public:
   explicit SubJaxpr(Jaxpr j);
@@ -66,9 +69,8 @@ class SubJaxpr {
   void print(std::ostream& os, const char* name) const;
 
  private:
-  struct Plans;
   std::shared_ptr<const Jaxpr> jaxpr_;
-  std::shared_ptr<Plans> plans_;
+  std::shared_ptr<const runtime::PlanCache> plans_;
 };
 
 /// A traced user function: its Jaxpr takes (captured..., inputs...) where `captured` are the

@@ -11,6 +11,7 @@
 #include "src/params.cpp"
 #include "src/tensor.cpp"
 #include "src/threads.cpp"
+#include "runtime/plan_cache.cpp"
 #include "runtime/switches.cpp"
 #include "transforms/eval.cpp"
 #include "transforms/eval_jaxpr.cpp"

@@ -20,14 +20,17 @@ namespace fluxion {
 class Executable;
 
 /// Params of the `jit_call` primitive: a closed sub-Jaxpr run as one operation. Transforms of a
-/// jit'd function transform the sub-Jaxpr (derived Jaxprs and the compiled plan are cached here).
+/// jit'd function transform the sub-Jaxpr (derived Jaxprs and the compiled plans are cached here).
 class JitCallParams final : public Params {
  public:
-  JitCallParams(std::shared_ptr<const Jaxpr> jaxpr, std::string name);
+  /// `optimized`: passes::optimize already ran on `jaxpr` (fx::jit's signatures), so planning it
+  /// only inlines the calls that remain; a derived (jvp, vmap, transpose...) Jaxpr is optimized
+  /// when it is planned.
+  JitCallParams(std::shared_ptr<const Jaxpr> jaxpr, std::string name, bool optimized = false);
   const Jaxpr& jaxpr() const { return *jaxpr_; }
   const std::shared_ptr<const Jaxpr>& jaxpr_ptr() const { return jaxpr_; }
   const std::string& name() const { return name_; }
-  /// The executable plan for `device`, compiled on first use (thread-safe).
+  /// The executable plan for `device`, compiled on first use (thread-safe; runtime::PlanCache).
   std::shared_ptr<const Executable> executable(Device device) const;
   /// Per-transform caches of derived Jaxprs (jvp, batching, transpose, partial eval).
   struct Caches;
