@@ -11,7 +11,7 @@
 
 #include "runtime/plan_cache.hpp"
 #include "samples.hpp"
-#include "transforms/passes.hpp"
+#include "passes/passes.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
