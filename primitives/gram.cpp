@@ -3,8 +3,8 @@
 // rewrites dot_general(xᵀ diag(s), x)-shaped products into it). N = 0 gives zeros.
 // The CPU kernel (backends/cpu/gram.hpp) scales the rows of x by s into a scratch buffer, computes
 // only the lower triangle of xᵀ (s x), one block row of 128 rows per GEMM (about half the
-// multiply-adds of the full product), and mirrors it: the result is exactly symmetric. Measured on
-// bench W4's shape (f64, N = D = 1000, one thread, medians of 21 interleaved calls on a shared
+// multiply-adds of the full product), and mirrors it: the result is exactly symmetric. Measured (bench/RESULTS.md)
+// at f64, N = D = 1000, one thread, medians of 21 interleaved calls on a shared
 // 2-core machine): 35 ms, against 44 ms for the full dot_general and 37 ms for Eigen's
 // selfadjointView<Lower>().rankUpdate (42 ms with its row scaling and mirroring). Block rows were
 // 10-15 % faster than halving the triangle recursively (many small diagonal GEMMs); block heights

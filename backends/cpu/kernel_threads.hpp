@@ -16,7 +16,7 @@ namespace fluxion::cpu {
 /// starting the team and its barrier cost more than the product). Only one thread pool is ever
 /// awake, OpenMP's, which the executor's fused groups use too: OpenBLAS is kept single-threaded
 /// (src/threads.cpp). Its yielding workers and OpenMP's busy-waiting team slowed each other down
-/// 2-10x when both were awake on 2 cores (bench W2 at 2 threads: 7.75 ms against 1.68 on one).
+/// 2-10x when both were awake on 2 cores (a 2-thread f64 product workload: 7.75 ms against 1.68 on one; measured: bench/RESULTS.md).
 inline constexpr double kLargeWork = 1 << 22;
 
 /// Threads a kernel started on the calling thread may use: num_threads(), or 1 inside an OpenMP

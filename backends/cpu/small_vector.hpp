@@ -1,8 +1,8 @@
 /// Index arithmetic without heap allocations: the CPU kernels' per-call strides and box dims live
 /// in SmallVector (room for 8 elements inline, the heap only past that rank) and are passed as
 /// IndexSpan, so a jit'd plan's movement kernels (slice, pad, transpose, broadcasts, permuted
-/// operands) allocate nothing per call (issue 4: bench W7's Rosenbrock Hessians made 32-37
-/// allocations a call, all of them std::vector temporaries here).
+/// operands) allocate nothing per call (small jit'd Hessians made 32-37 allocations a
+/// call before, all of them std::vector temporaries here; measured: bench/RESULTS.md).
 #pragma once
 #include <algorithm>
 #include <cstddef>

@@ -106,7 +106,8 @@ template <class Packet> Packet exp_f64(const Packet& x) {
 /// one residual correction (y = n r, then y - (q y - n) r, Markstein's order) round within a hair
 /// of the division (tanh_f32's worst case over every float in [0, 9] stays 5.03 ulp) in four
 /// pipelined instructions; vdivps's divider takes one 16-lane division per 10 cycles (a third of
-/// W1's fused-gradient profile; bench W1 N=4096 2.23 -> 2.12 us). The correction's order keeps
+/// the profile of a fused f32 gradient with tanh; 2.23 -> 2.12 us at 4096 elements, measured:
+/// bench/RESULTS.md). The correction's order keeps
 /// -0 (y - (+0) r = -0) and subnormal quotients exact. Elsewhere a plain division.
 template <class Packet> Packet divide_f32(const Packet& n, const Packet& q) {
 #if defined(EIGEN_VECTORIZE_AVX512)
@@ -146,7 +147,7 @@ template <class Packet> Packet tanh_f32(const Packet& x0) {
 }
 
 /// f64 tanh of a packet (Eigen 3.4 vectorises tanh for f32 only; glibc's scalar tanh, through
-/// expm1, cost ~30 ns per element here and dominated small-state integrators, bench W9).
+/// expm1, cost ~30 ns per element here and dominated small-state integrators; measured: bench/RESULTS.md).
 /// |x| < 0.625: Lambert's continued fraction x / (1 + z / (3 + z / (5 + ...))), z = x², to 8
 /// levels by the forward recurrence of its convergents A_j (denominator) and D_j = A_j - B_j, so
 /// tanh x = x (1 - D/A) with D/A <= 0.13 (no division chain, no cancellation). Otherwise

@@ -3,7 +3,8 @@
 /// chain (each member reading the one before) values never leave the registers; a value read
 /// again later is stored to a scratch tile in L1. Against the block path (each member its own
 /// pass over a 1024-element block, storing and reloading between members) this is the difference
-/// between bench W1's fused group at 1.6x and about 1.1x the hand-fused Eigen loop.
+/// between a fused gradient group at 1.6x and about 1.1x the hand-fused Eigen loop (measured:
+/// bench/RESULTS.md).
 ///
 /// The operations are the primitives' own (TileOp, set by the primitive); the values are those of
 /// the block kernels' vector path (same Eigen packet functions, backends/cpu/special_functions.hpp).
@@ -179,7 +180,7 @@ inline std::string describe(const TileInstr& in) {
 
 /// Contracts each multiply whose product the next instruction negates (and nothing else reads:
 /// the program would store it in between) into one negated product (negated_product: the same
-/// bits, one instruction instead of two; W1's gradient has one, -(x x)). A multiply followed by
+/// bits, one instruction instead of two; gradients of exp(-x²) have one, -(x x)). A multiply followed by
 /// an add or a subtract is NOT contracted into a multiply-add: eager evaluation rounds the product
 /// before the addition, and the fused program must give eager's bits (an overflowing product
 /// plus -inf is NaN eagerly, -inf through an FMA; with finite values the last bit differs). The
