@@ -7,9 +7,7 @@ namespace fluxion::passes {
 namespace inline_detail {
 
 /// True for equations whose sub-Jaxpr is spliced: transparent calls, or every call when `all`.
-bool inlined(const Equation& e, bool all) {
-  return e.primitive->callee && (all || e.primitive->callee_transparent);
-}
+bool inlined(const Equation& e, bool all) { return e.primitive->callee && (all || e.primitive->callee_transparent); }
 
 /// Appends `sub`'s equations to `out`, reading sub's inputs from `args`; returns sub's outputs.
 std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& args, bool all) {

@@ -183,7 +183,7 @@ const Equation* Sweep::produced_by(const Atom& a, const Primitive& p) const {
 }
 
 Tensor Sweep::constant(const Atom& a) const {
-  const Tensor& t = a.is_literal() ? a.literal
+  const Tensor& t = a.is_literal()            ? a.literal
                     : const_slot_[a.var] >= 0 ? jaxpr_.consts[static_cast<size_t>(const_slot_[a.var])]
                                               : Tensor();
   if (!t.defined() || t.is_tracer() || !t.device().is_cpu()) return Tensor();
@@ -260,8 +260,7 @@ std::optional<Atom> Sweep::emit(AbstractValue want, const std::vector<Atom>& arg
 // select's predicate likewise. The shape rule confirms the output aval is unchanged.
 bool Sweep::scalarize_operands(Equation& e) const {
   const bool is_select = e.primitive == &conversion_family::select_p();
-  if (e.outputs.size() != 1 || !(is_select || (e.primitive->traits.elementwise && e.inputs.size() == 2)))
-    return false;
+  if (e.outputs.size() != 1 || !(is_select || (e.primitive->traits.elementwise && e.inputs.size() == 2))) return false;
   const AbstractValue out = jaxpr_.avals[e.outputs[0]];
   for (size_t i = 0; i < (is_select ? 1 : 2); ++i) {
     if (aval(e.inputs[i]).ndim() == 0 || (!is_select && aval(e.inputs[1 - i]).shape != out.shape)) continue;
@@ -271,9 +270,7 @@ bool Sweep::scalarize_operands(Equation& e) const {
     for (size_t k = 0; k < e.inputs.size(); ++k) in.push_back(k == i ? aval(*r) : aval(e.inputs[k]));
     try {
       if (e.primitive->abstract_eval(in, *e.params) != std::vector<AbstractValue>{out}) continue;
-    } catch (const Error&) {
-      continue;
-    }
+    } catch (const Error&) { continue; }
     e.inputs[i] = *r;
     return true;
   }
@@ -297,9 +294,7 @@ bool Sweep::fold(const Equation& e) {
   std::vector<Tensor> out;
   try {
     out = eval_primitive(p, in, *e.params, Backend::cpu);
-  } catch (const Error&) {
-    return false;
-  }
+  } catch (const Error&) { return false; }
   for (size_t k = 0; k < out.size(); ++k)
     if (out[k].aval() != jaxpr_.avals[e.outputs[k]]) return false;
   for (size_t k = 0; k < out.size(); ++k) {

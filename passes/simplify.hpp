@@ -91,12 +91,12 @@ class Sweep {
   bool scalarize_operands(Equation& e) const;
 
   Jaxpr& jaxpr_;
-  std::vector<Atom> repl_;          // by variable id: its replacement (itself by default)
-  std::vector<int32_t> def_;        // by variable id: index of its kept equation, or -1
-  std::vector<int32_t> const_slot_; // by variable id: index into jaxpr_.consts, or -1
-  std::vector<int32_t> uses_;       // by variable id, counted when the sweep began
-  std::vector<Equation> pending_;   // the equations as the sweep began; those before next_ are moved out
-  size_t next_ = 0;                 // index in pending_ of the equation after the one being rewritten
+  std::vector<Atom> repl_;           // by variable id: its replacement (itself by default)
+  std::vector<int32_t> def_;         // by variable id: index of its kept equation, or -1
+  std::vector<int32_t> const_slot_;  // by variable id: index into jaxpr_.consts, or -1
+  std::vector<int32_t> uses_;        // by variable id, counted when the sweep began
+  std::vector<Equation> pending_;    // the equations as the sweep began; those before next_ are moved out
+  size_t next_ = 0;                  // index in pending_ of the equation after the one being rewritten
   std::deque<Equation> kept_;
   const std::vector<const RuleEntry*>& rules_;
 };

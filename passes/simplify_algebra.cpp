@@ -32,12 +32,12 @@ bool is_identity_permutation(const Axes& perm) {
 /// broadcast/reshape/squeeze/expand_dims/slice/dynamic_slice to the same shape (starts are then 0),
 /// a conversion to the same dtype, a reduction over no axes, a concatenation of one operand.
 bool unchanged_when_same_aval(const Primitive* p) {
-  for (const Primitive* q : {&shape_family::broadcast_in_dim_p(), &shape_family::reshape_p(),
-                             &shape_family::squeeze_p(), &shape_family::expand_dims_p(), &indexing_family::slice_p(),
-                             &indexing_family::dynamic_slice_p(), &conversion_family::convert_element_type_p(),
-                             &reduction_family::reduce_sum_p(), &reduction_family::reduce_max_p(),
-                             &reduction_family::reduce_min_p(), &reduction_family::reduce_prod_p(),
-                             &indexing_family::concatenate_p()})
+  for (const Primitive* q :
+       {&shape_family::broadcast_in_dim_p(), &shape_family::reshape_p(), &shape_family::squeeze_p(),
+        &shape_family::expand_dims_p(), &indexing_family::slice_p(), &indexing_family::dynamic_slice_p(),
+        &conversion_family::convert_element_type_p(), &reduction_family::reduce_sum_p(),
+        &reduction_family::reduce_max_p(), &reduction_family::reduce_min_p(), &reduction_family::reduce_prod_p(),
+        &indexing_family::concatenate_p()})
     if (p == q) return true;
   return false;
 }
@@ -116,10 +116,10 @@ Tensor swapped_product(const Tensor& a, const Tensor& b, const Params& params) {
 // product with swapped operands, or an elementwise op (used only there) of such values.
 struct Transposed {
   enum Kind { as_is, untransposed, rebroadcast, product, elementwise } kind = as_is;
-  Axes dims;                             // rebroadcast: new broadcast_dimensions
-  const Equation* eqn = nullptr;         // product, elementwise
-  std::vector<Transposed> operands;      // elementwise
-  bool removes_transpose = false;        // some leaf is an undone transpose or a product
+  Axes dims;                         // rebroadcast: new broadcast_dimensions
+  const Equation* eqn = nullptr;     // product, elementwise
+  std::vector<Transposed> operands;  // elementwise
+  bool removes_transpose = false;    // some leaf is an undone transpose or a product
 };
 
 std::optional<Transposed> plan_transposed(Sweep& s, const Atom& a, const Axes& q, const Axes& inverse,
@@ -225,7 +225,8 @@ Result transpose_chain(Sweep& s, const Equation& e, const AbstractValue& out) {
   Axes composed;
   for (int64_t k : perm) composed.push_back(first[static_cast<size_t>(k)]);
   if (is_identity_permutation(composed)) return inner->inputs[0];
-  return s.emit(out, {inner->inputs[0]}, [&](const std::vector<Tensor>& xs) { return lax::transpose(xs[0], composed); });
+  return s.emit(out, {inner->inputs[0]},
+                [&](const std::vector<Tensor>& xs) { return lax::transpose(xs[0], composed); });
 }
 
 // Chains of reshape/squeeze/expand_dims are one reshape (all reinterpret row-major order).
@@ -332,9 +333,8 @@ Result scaling_past_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
   for (size_t i = 0; i < 2; ++i) {
     const Atom &x = inner->inputs[i], &c = inner->inputs[1 - i];
     if (s.aval(c).ndim() != 0 || s.aval(x) != s.aval(e.inputs[0]) || !simplify_detail::exact_factor(s, c)) continue;
-    return s.emit(out, {x, c}, [&](const std::vector<Tensor>& xs) {
-      return lax::mul(lax::reduce_sum(xs[0], axes), xs[1]);
-    });
+    return s.emit(out, {x, c},
+                  [&](const std::vector<Tensor>& xs) { return lax::mul(lax::reduce_sum(xs[0], axes), xs[1]); });
   }
   return std::nullopt;
 }
@@ -365,9 +365,8 @@ Result absorbed_negation(Sweep& s, const Equation& e, const AbstractValue& out) 
   for (size_t i = 0; i < 2; ++i) {
     const Equation* n = negated(i);
     if (!n || s.uses(e.inputs[i]) != 1) continue;
-    return s.emit(out, {e.inputs[1 - i], n->inputs[0]}, [](const std::vector<Tensor>& xs) {
-      return lax::neg(lax::mul(xs[0], xs[1]));
-    });
+    return s.emit(out, {e.inputs[1 - i], n->inputs[0]},
+                  [](const std::vector<Tensor>& xs) { return lax::neg(lax::mul(xs[0], xs[1])); });
   }
   return std::nullopt;
 }

@@ -77,7 +77,6 @@ std::pair<Axes, Axes> output_positions(const Operand& l, const Operand& r) {
   return pos;
 }
 
-
 /// The factor by which skipping the spread dims of `o` cuts the product's multiply-adds: the
 /// sizes of its constant free and contracted dims (a batch dim only regroups the GEMMs).
 double flop_factor(const Spread& sp, const Operand& o) {
@@ -208,8 +207,8 @@ std::optional<Atom> shrink_spread_operand(Sweep& s, const Equation& e, const Ope
     const Tensor& lhs = a_is_lhs ? x : y;
     const Tensor& rhs = a_is_lhs ? y : x;
     // A rank-0 operand has no pairs left: the product is a scaling.
-    Tensor z = lhs.ndim() == 0 || rhs.ndim() == 0 ? lax::mul(lhs, rhs)
-                                                  : lax::dot_general(lhs, rhs, p.contract, p.batch);
+    Tensor z =
+        lhs.ndim() == 0 || rhs.ndim() == 0 ? lax::mul(lhs, rhs) : lax::dot_general(lhs, rhs, p.contract, p.batch);
     if (transpose) z = lax::transpose(z, perm);
     return z.shape() == out.shape ? z : lax::broadcast_in_dim(z, out.shape, dims);
   });
@@ -346,7 +345,8 @@ std::optional<Atom> absorb_transpose(Sweep& s, const Operand& l, const Operand& 
   if (s.uses(a.atom) != 1 && !read_in_place(batch, free, contract)) return std::nullopt;
   const AxisPair c = on_lhs ? AxisPair{contract, r.contract} : AxisPair{l.contract, contract};
   const AxisPair b = on_lhs ? AxisPair{batch, r.batch} : AxisPair{l.batch, batch};
-  const std::vector<Atom> args = on_lhs ? std::vector<Atom>{t->inputs[0], r.atom} : std::vector<Atom>{l.atom, t->inputs[0]};
+  const std::vector<Atom> args =
+      on_lhs ? std::vector<Atom>{t->inputs[0], r.atom} : std::vector<Atom>{l.atom, t->inputs[0]};
   return s.emit(out, args, [&](const std::vector<Tensor>& xs) { return lax::dot_general(xs[0], xs[1], c, b); });
 }
 
@@ -368,10 +368,10 @@ std::optional<Atom> sink_into_reduction(Sweep& s, const Equation& e, const Abstr
   for (int64_t d : kept) q.push_back(std::lower_bound(rest.begin(), rest.end(), d) - rest.begin());
   const Primitive* p = e.primitive;
   return s.emit(out, {t->inputs[0]}, [&](const std::vector<Tensor>& xs) {
-    Tensor r = p == &reduction_family::reduce_sum_p() ? lax::reduce_sum(xs[0], moved)
+    Tensor r = p == &reduction_family::reduce_sum_p()   ? lax::reduce_sum(xs[0], moved)
                : p == &reduction_family::reduce_max_p() ? lax::reduce_max(xs[0], moved)
                : p == &reduction_family::reduce_min_p() ? lax::reduce_min(xs[0], moved)
-                                   : lax::reduce_prod(xs[0], moved);
+                                                        : lax::reduce_prod(xs[0], moved);
     return std::is_sorted(q.begin(), q.end()) ? r : lax::transpose(r, q);
   });
 }
@@ -435,15 +435,13 @@ std::optional<Atom> shrink_spread_operands(Sweep& s, const Equation& e, const Ab
 }
 
 std::optional<Atom> distribute_over_sum(Sweep& s, const Equation& e, const AbstractValue& out) {
-  return on_either_operand(s, e, [&](const Operand& l, const Operand& r, bool on_lhs) {
-    return distribute(s, e, l, r, on_lhs, out);
-  });
+  return on_either_operand(
+      s, e, [&](const Operand& l, const Operand& r, bool on_lhs) { return distribute(s, e, l, r, on_lhs, out); });
 }
 
 std::optional<Atom> absorb_transposes(Sweep& s, const Equation& e, const AbstractValue& out) {
-  return on_either_operand(s, e, [&](const Operand& l, const Operand& r, bool on_lhs) {
-    return absorb_transpose(s, l, r, on_lhs, out);
-  });
+  return on_either_operand(
+      s, e, [&](const Operand& l, const Operand& r, bool on_lhs) { return absorb_transpose(s, l, r, on_lhs, out); });
 }
 
 }  // namespace simplify_products

@@ -282,8 +282,7 @@ std::optional<Atom> gram_of_product(Sweep& s, const Equation& e, const AbstractV
   return s.emit(out, args, [&](const std::vector<Tensor>& xs) {
     const Tensor x = bc == 0 ? xs[0] : lax::transpose(xs[0], {1, 0});
     std::vector<Tensor> leaves;
-    for (size_t i = 1; i < xs.size(); ++i)
-      leaves.push_back(lax::reshape(xs[i], vector[i - 1] ? Shape{n} : Shape{}));
+    for (size_t i = 1; i < xs.size(); ++i) leaves.push_back(lax::reshape(xs[i], vector[i - 1] ? Shape{n} : Shape{}));
     const Tensor ones = lax::broadcast_in_dim(fluxion::ones({}, out.dtype), Shape{n}, {});
     Tensor scale = lax::mul(evaluate(sl, leaves, ones), evaluate(sr, leaves, ones));
     if (scale.ndim() == 0) scale = lax::mul(ones, scale);

@@ -18,8 +18,7 @@
 namespace fluxion::primitives {
 
 /// Result dtype of an elementwise Op applied to elements of dtype `d`.
-template <class Op, int Arity>
-DType elementwise_result_dtype(DType d) {
+template <class Op, int Arity> DType elementwise_result_dtype(DType d) {
   return dispatch_dtype(d, [](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!Op::dtypes.contains(dtype_of_v<T>)) {
@@ -34,7 +33,9 @@ DType elementwise_result_dtype(DType d) {
 
 /// Op::tile (a TileOp) when the Op struct declares one, else TileOp::none.
 template <class Op, class = void> struct tile_op_of { static constexpr TileOp value = TileOp::none; };
-template <class Op> struct tile_op_of<Op, std::void_t<decltype(Op::tile)>> { static constexpr TileOp value = Op::tile; };
+template <class Op> struct tile_op_of<Op, std::void_t<decltype(Op::tile)>> {
+  static constexpr TileOp value = Op::tile;
+};
 
 /// Checks the input count; ShapeError naming the primitive otherwise.
 void check_arity(const Primitive& self, const std::vector<AbstractValue>& in, size_t expected);
@@ -43,17 +44,15 @@ void check_dtype_in(const Primitive& self, const AbstractValue& a, DTypeSet allo
 /// Shape of a binary elementwise result: equal shapes, or one rank-0 operand.
 Shape elementwise_binary_shape(const Primitive& self, const AbstractValue& a, const AbstractValue& b);
 
-template <class Op>
-std::vector<AbstractValue> unary_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
-                                            const Params&) {
+template <class Op> std::vector<AbstractValue> unary_shape_rule(const Primitive& self,
+                                                                const std::vector<AbstractValue>& in, const Params&) {
   check_arity(self, in, 1);
   check_dtype_in(self, in[0], Op::dtypes);
   return {AbstractValue{in[0].shape, elementwise_result_dtype<Op, 1>(in[0].dtype)}};
 }
 
-template <class Op>
-std::vector<AbstractValue> binary_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
-                                             const Params&) {
+template <class Op> std::vector<AbstractValue> binary_shape_rule(const Primitive& self,
+                                                                 const std::vector<AbstractValue>& in, const Params&) {
   check_arity(self, in, 2);
   check_dtype_in(self, in[0], Op::dtypes);
   check_dtype_in(self, in[1], Op::dtypes);
@@ -76,9 +75,8 @@ Tensor scalar_like(const Tensor& like, double value);
 /// Batching rule shared by every elementwise primitive: mapped operands get their batch axis
 /// moved to the front; unmapped rank-0 operands stay rank-0 (primitives broadcast them); other
 /// operands are broadcast to the batched shape. Output batch axis 0.
-void elementwise_batch_rule(const Primitive& self, const std::vector<Tensor>& values,
-                            const std::vector<int64_t>& dims, const Params& params,
-                            std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
+void elementwise_batch_rule(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                            const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
 
 /// Cotangent of a binary operand of aval `operand` from `ct`, the cotangent of its contribution to
 /// the output: reduce_sum over every axis when the operand was a broadcast rank-0 one, else `ct`.
@@ -91,27 +89,23 @@ Tensor broadcast_scalar_to(const Tensor& t, const Shape& shape);
 
 /// jvp rule of a primitive that is linear in all its inputs: the primitive applied to the
 /// tangents (symbolic zeros instantiated only when some tangent is nonzero).
-void linear_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
-                     const std::vector<Tensor>& tangents, const Params& params,
-                     std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
+void linear_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                     const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
 
 /// jvp rule of primitives with zero derivative (floor, sign, comparisons, stop_gradient...).
-void zero_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
-                   const std::vector<Tensor>& tangents, const Params& params,
-                   std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
+void zero_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                   const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
 
 /// jvp rule of a unary Op with `static Tensor derivative(x, y, t)` giving the output tangent.
-template <class Op>
-void unary_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
-                    const std::vector<Tensor>& tangents, const Params& params,
-                    std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+template <class Op> void unary_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
+                                        const std::vector<Tensor>& tangents, const Params& params,
+                                        std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
   primals_out = fluxion::bind(self, primals, params);
   tangents_out = {Op::derivative(primals[0], primals_out[0], tangents[0])};
 }
 
 /// A unary elementwise primitive from its Op struct.
-template <class Op>
-Primitive make_unary(Traits traits = elementwise_traits()) {
+template <class Op> Primitive make_unary(Traits traits = elementwise_traits()) {
   Primitive p;
   p.name = Op::name;
   p.traits = traits;
@@ -126,8 +120,7 @@ Primitive make_unary(Traits traits = elementwise_traits()) {
 }
 
 /// A binary elementwise primitive from its Op struct.
-template <class Op>
-Primitive make_binary(Traits traits = elementwise_traits()) {
+template <class Op> Primitive make_binary(Traits traits = elementwise_traits()) {
   Primitive p;
   p.name = Op::name;
   p.traits = traits;

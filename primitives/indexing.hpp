@@ -12,7 +12,8 @@ using Ints = std::vector<int64_t>;
 
 struct SliceParams final : ParamsOf<SliceParams> {
   Ints start_indices, limit_indices, strides;
-  SliceParams(Ints s, Ints l, Ints st) : start_indices(std::move(s)), limit_indices(std::move(l)), strides(std::move(st)) {}
+  SliceParams(Ints s, Ints l, Ints st)
+      : start_indices(std::move(s)), limit_indices(std::move(l)), strides(std::move(st)) {}
   auto fields() const { return std::tie(start_indices, limit_indices, strides); }
   static constexpr const char* names[] = {"start_indices", "limit_indices", "strides"};
 };

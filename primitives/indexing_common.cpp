@@ -20,8 +20,8 @@ std::string ints_str(const Ints& v) {
 /// A per-dimension parameter list must have one entry per operand dimension.
 void check_per_dim(const char* nm, const char* what, const Ints& v, const AbstractValue& x) {
   if (static_cast<int64_t>(v.size()) != x.ndim())
-    detail::fail<ShapeError>(nm, what, "=", ints_str(v), " has ", v.size(), " entries for operand ", x,
-                             " of rank ", x.ndim(), ". Give one entry per dimension.");
+    detail::fail<ShapeError>(nm, what, "=", ints_str(v), " has ", v.size(), " entries for operand ", x, " of rank ",
+                             x.ndim(), ". Give one entry per dimension.");
 }
 
 /// `axis` must name a dimension of the rank-`rank` value described by `of`.
@@ -48,7 +48,9 @@ void check_start_indices(const char* nm, const std::vector<AbstractValue>& in, s
   }
 }
 
-std::vector<Tensor> tail(const std::vector<Tensor>& in, size_t first) { return {in.begin() + static_cast<std::ptrdiff_t>(first), in.end()}; }
+std::vector<Tensor> tail(const std::vector<Tensor>& in, size_t first) {
+  return {in.begin() + static_cast<std::ptrdiff_t>(first), in.end()};
+}
 
 // ---- helpers of the rules ----
 
@@ -118,7 +120,7 @@ Tensor batched_take(const Tensor& x, const Tensor& idx, int64_t a) {
 Tensor batched_scatter_add(const Tensor& o, const Tensor& idx, const Tensor& updates, int64_t a) {
   const int64_t n = o.shape()[a];
   const int64_t r = idx.ndim() - 1;
-  Tensor u = permuted(updates, move_block(updates.ndim(), a, r, 1));  // [B, I..., rest]
+  Tensor u = permuted(updates, move_block(updates.ndim(), a, r, 1));                     // [B, I..., rest]
   Tensor s = lax::scatter_add(merge_batch_with(o, a), offset_by_example(idx, n), u, 0);  // [B*n, rest]
   std::vector<int64_t> shape{o.shape()[0], n};
   shape.insert(shape.end(), s.shape().begin() + 1, s.shape().end());
@@ -168,7 +170,6 @@ Primitive make_indexing(const char* name, ShapeRule rule, Kernel cpu_kernel, Ker
   p.batch = batch;
   return p;
 }
-
 
 /// `axis` counted from the end when negative; AxisError naming `where` when out of range.
 int64_t normalized_axis(const char* where, int64_t axis, int64_t rank) {

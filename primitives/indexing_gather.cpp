@@ -10,7 +10,8 @@ namespace fluxion::primitives::indexing_family {
 Shape gather_shape(const char* nm, const AbstractValue& x, const AbstractValue& indices, int64_t axis) {
   check_axis(nm, "axis", axis, x.ndim(), x);
   if (!kInteger.contains(indices.dtype))
-    detail::fail<DTypeError>(nm, "indices have type ", indices, "; indices must be i32 or i64. Convert with fx::astype.");
+    detail::fail<DTypeError>(nm, "indices have type ", indices,
+                             "; indices must be i32 or i64. Convert with fx::astype.");
   if (x.shape[axis] == 0 && indices.shape.num_elements() > 0)
     detail::fail<ShapeError>(nm, "cannot index axis ", axis, " of ", x, ": it has size 0, but ", indices,
                              " asks for elements. Index a non-empty axis or pass empty indices.");
@@ -23,7 +24,8 @@ Shape gather_shape(const char* nm, const AbstractValue& x, const AbstractValue& 
 
 // ---- gather ----
 
-std::vector<AbstractValue> gather_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params& params) {
+std::vector<AbstractValue> gather_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                       const Params& params) {
   check_arity(self, in, 2);
   return {AbstractValue{gather_shape(self.name.c_str(), in[0], in[1], params.as<AxisParams>().axis), in[0].dtype}};
 }

@@ -16,8 +16,7 @@ std::vector<AbstractValue> pad_rule(const Primitive& self, const std::vector<Abs
   if (v.dtype != x.dtype)
     detail::fail<DTypeError>(nm, "padding value ", v, " and operand ", x,
                              " have different dtypes. Convert the padding value with fx::astype.");
-  if (v.ndim() != 0)
-    detail::fail<ShapeError>(nm, "padding value has type ", v, "; it must be a rank-0 scalar.");
+  if (v.ndim() != 0) detail::fail<ShapeError>(nm, "padding value has type ", v, "; it must be a rank-0 scalar.");
   check_per_dim(nm, "low", p.low, x);
   check_per_dim(nm, "high", p.high, x);
   check_per_dim(nm, "interior", p.interior, x);
@@ -33,12 +32,11 @@ std::vector<AbstractValue> pad_rule(const Primitive& self, const std::vector<Abs
     overflow = overflow || __builtin_add_overflow(size, lo, &size);
     overflow = overflow || __builtin_add_overflow(size, hi, &size);
     if (overflow)
-      detail::fail<ShapeError>(nm, "padding low=", ints_str(p.low), " high=", ints_str(p.high), " interior=",
-                               ints_str(p.interior), " overflows in dimension ", d, " of ", x, ".");
+      detail::fail<ShapeError>(nm, "padding low=", ints_str(p.low), " high=", ints_str(p.high),
+                               " interior=", ints_str(p.interior), " overflows in dimension ", d, " of ", x, ".");
     if (size < 0)
-      detail::fail<ShapeError>(nm, "low=", ints_str(p.low), " high=", ints_str(p.high),
-                               " crop more than dimension ", d, " of ", x, " holds (result size ", size,
-                               "). Make the negative padding smaller.");
+      detail::fail<ShapeError>(nm, "low=", ints_str(p.low), " high=", ints_str(p.high), " crop more than dimension ", d,
+                               " of ", x, " holds (result size ", size, "). Make the negative padding smaller.");
     out.push_back(size);
   }
   checked_num_elements(nm, out.dims());
@@ -86,7 +84,8 @@ void pad_batch(const Primitive&, const std::vector<Tensor>& values, const std::v
   const int64_t size = batching::batch_size(values, dims);
   if (dims[1] == kNotMapped) {
     const int64_t bd = dims[0];
-    out = {lax::pad(values[0], values[1], inserted(p.low, bd, 0), inserted(p.high, bd, 0), inserted(p.interior, bd, 0))};
+    out = {
+        lax::pad(values[0], values[1], inserted(p.low, bd, 0), inserted(p.high, bd, 0), inserted(p.interior, bd, 0))};
     out_dims = {bd};
     return;
   }
@@ -164,7 +163,8 @@ FLUXION_INDEXING_PRIMITIVE(concatenate, true, &all_linear_jvp, &concatenate_tran
 
 // ---- iota ----
 
-std::vector<AbstractValue> iota_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params& params) {
+std::vector<AbstractValue> iota_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                     const Params& params) {
   check_arity(self, in, 0);
   const auto& p = params.as<IotaParams>();
   const char* nm = self.name.c_str();

@@ -63,19 +63,19 @@ Primitive make_indexing(const char* name, ShapeRule rule, Kernel cpu_kernel, Ker
 }  // namespace fluxion::primitives::indexing_family
 
 // name_cpu and name_reference: unpack params, call the backend's kernel (namespace k).
-#define FLUXION_INDEXING_KERNELS(name, ...)                                                            \
-  void name##_cpu(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {        \
+#define FLUXION_INDEXING_KERNELS(name, ...)                                                              \
+  void name##_cpu(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {       \
     namespace k = cpu::indexing_kernels;                                                                 \
     __VA_ARGS__;                                                                                         \
   }                                                                                                      \
-  void name##_reference(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {  \
+  void name##_reference(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) { \
     namespace k = reference::indexing_kernels;                                                           \
     __VA_ARGS__;                                                                                         \
   }
 // name_p(): the primitive from name_rule, name_cpu, name_reference and name_batch.
-#define FLUXION_INDEXING_PRIMITIVE(name, linear, jvp, transpose)                                        \
-  const Primitive& name##_p() {                                                                       \
-    static const Primitive p =                                                                        \
+#define FLUXION_INDEXING_PRIMITIVE(name, linear, jvp, transpose)                                                   \
+  const Primitive& name##_p() {                                                                                    \
+    static const Primitive p =                                                                                     \
         make_indexing(#name, &name##_rule, &name##_cpu, &name##_reference, linear, jvp, transpose, &name##_batch); \
-    return p;                                                                                         \
+    return p;                                                                                                      \
   }

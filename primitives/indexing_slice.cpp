@@ -9,7 +9,8 @@ namespace fluxion::primitives::indexing_family {
 
 // ---- slice ----
 
-std::vector<AbstractValue> slice_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params& params) {
+std::vector<AbstractValue> slice_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                      const Params& params) {
   check_arity(self, in, 1);
   const auto& p = params.as<SliceParams>();
   const char* nm = self.name.c_str();
@@ -21,9 +22,10 @@ std::vector<AbstractValue> slice_rule(const Primitive& self, const std::vector<A
   for (int64_t d = 0; d < x.ndim(); ++d) {
     const int64_t s = p.start_indices[d], l = p.limit_indices[d], st = p.strides[d], n = x.shape[d];
     if (!(0 <= s && s <= l && l <= n))
-      detail::fail<ShapeError>(nm, "start_indices=", ints_str(p.start_indices), " limit_indices=",
-                               ints_str(p.limit_indices), " are out of bounds for operand ", x, " in dimension ", d,
-                               ": need 0 <= start (", s, ") <= limit (", l, ") <= size (", n, ").");
+      detail::fail<ShapeError>(nm, "start_indices=", ints_str(p.start_indices),
+                               " limit_indices=", ints_str(p.limit_indices), " are out of bounds for operand ", x,
+                               " in dimension ", d, ": need 0 <= start (", s, ") <= limit (", l, ") <= size (", n,
+                               ").");
     if (st < 1)
       detail::fail<ShapeError>(nm, "strides=", ints_str(p.strides), " has stride ", st, " in dimension ", d,
                                ". Strides must be >= 1 (use lax::rev to reverse).");
@@ -163,7 +165,8 @@ std::vector<AbstractValue> dynamic_update_slice_rule(const Primitive& self, cons
                              " input(s).");
   const AbstractValue &x = in[0], &u = in[1];
   if (u.dtype != x.dtype)
-    detail::fail<DTypeError>(nm, "update ", u, " and operand ", x, " have different dtypes. Convert one with fx::astype.");
+    detail::fail<DTypeError>(nm, "update ", u, " and operand ", x,
+                             " have different dtypes. Convert one with fx::astype.");
   if (u.ndim() != x.ndim())
     detail::fail<ShapeError>(nm, "update ", u, " has rank ", u.ndim(), " but operand ", x, " has rank ", x.ndim(),
                              ". Reshape the update to the operand's rank.");
@@ -256,7 +259,8 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const s
   std::vector<int64_t> st = strides.empty() ? std::vector<int64_t>(start_indices.size(), 1) : strides;
   return bind1(ix::slice_p(), {x}, ix::SliceParams(start_indices, limit_indices, std::move(st)));
 }
-Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& start_indices, const std::vector<int64_t>& slice_sizes) {
+Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& start_indices,
+                     const std::vector<int64_t>& slice_sizes) {
   namespace ix = primitives::indexing_family;
   std::vector<Tensor> in{x};
   in.insert(in.end(), start_indices.begin(), start_indices.end());

@@ -36,7 +36,10 @@ void assign_buffers(const Jaxpr& j, Plan& plan, const StepUses& uses) {
     int best = -1;
     for (int k = 0; k < static_cast<int>(free_list.size()); ++k) {
       int64_t cap = plan.buffer_bytes[free_list[k]];
-      if (best < 0) { best = k; continue; }
+      if (best < 0) {
+        best = k;
+        continue;
+      }
       int64_t bcap = plan.buffer_bytes[free_list[best]];
       bool fits = cap >= need, bfits = bcap >= need;
       if ((fits && !bfits) || (fits && bfits && cap < bcap) || (!fits && !bfits && cap > bcap)) best = k;

@@ -34,7 +34,8 @@ Executable::Executable(std::shared_ptr<const Jaxpr> jaxpr, Device device)
 Executable::~Executable() { delete fast_.load(); }
 
 std::unique_ptr<runtime::RunState> Executable::acquire() const {
-  if (runtime::RunState* fast = fast_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<runtime::RunState>(fast);
+  if (runtime::RunState* fast = fast_.exchange(nullptr, std::memory_order_acquire))
+    return std::unique_ptr<runtime::RunState>(fast);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!idle_.empty()) {
@@ -99,20 +100,23 @@ void Executable::run(const std::vector<Tensor>& args, std::vector<Tensor>& outs)
 
 void Executable::run_unchecked(const std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
   const std::vector<int32_t>& invars = jaxpr_->invars;
-  run_bound([&](runtime::RunState& s) {
-    for (size_t i = 0; i < args.size(); ++i) s.values[invars[i]] = args[i];
-  }, outs);
+  run_bound(
+      [&](runtime::RunState& s) {
+        for (size_t i = 0; i < args.size(); ++i) s.values[invars[i]] = args[i];
+      },
+      outs);
 }
 
 void Executable::run_unchecked(std::vector<Tensor>&& args, std::vector<Tensor>& outs) const {
   const std::vector<int32_t>& invars = jaxpr_->invars;
-  run_bound([&](runtime::RunState& s) {
-    for (size_t i = 0; i < args.size(); ++i) s.values[invars[i]] = std::move(args[i]);
-  }, outs);
+  run_bound(
+      [&](runtime::RunState& s) {
+        for (size_t i = 0; i < args.size(); ++i) s.values[invars[i]] = std::move(args[i]);
+      },
+      outs);
 }
 
-template <class BindArgs>
-void Executable::run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const {
+template <class BindArgs> void Executable::run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const {
   const Jaxpr& j = *jaxpr_;
   const runtime::Plan& plan = *plan_;
   std::unique_ptr<runtime::RunState> state = acquire();

@@ -46,8 +46,7 @@ class Executable {
   std::unique_ptr<runtime::RunState> acquire() const;
   void release(std::unique_ptr<runtime::RunState> s) const;
   /// Runs the plan on a state whose inputs `bind_args(state)` sets.
-  template <class BindArgs>
-  void run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const;
+  template <class BindArgs> void run_bound(const BindArgs& bind_args, std::vector<Tensor>& outs) const;
 
   std::shared_ptr<const Jaxpr> jaxpr_;
   const runtime::PlanRunner* runner_;

@@ -126,31 +126,31 @@ struct Step {
 
 /// The whole plan of one Jaxpr for one device.
 struct Plan {
-  const Jaxpr* jaxpr = nullptr;         // owned by the Executable, outlives the plan
+  const Jaxpr* jaxpr = nullptr;  // owned by the Executable, outlives the plan
   Device device;
   Backend backend = Backend::cpu;
-  std::vector<Kind> kind;               // by variable
-  std::vector<int32_t> buffer_of;       // intermediate -> logical buffer
-  std::vector<int32_t> view_source;     // stable/dynamic views -> viewed variable
-  std::vector<Tensor> fixed;            // constants and views of literals, by variable
-  std::vector<int64_t> buffer_bytes;    // logical buffers' capacities
+  std::vector<Kind> kind;             // by variable
+  std::vector<int32_t> buffer_of;     // intermediate -> logical buffer
+  std::vector<int32_t> view_source;   // stable/dynamic views -> viewed variable
+  std::vector<Tensor> fixed;          // constants and views of literals, by variable
+  std::vector<int64_t> buffer_bytes;  // logical buffers' capacities
   std::vector<Step> steps;
-  std::vector<int32_t> output_vars;     // variables of Kind::output
-  std::vector<int32_t> dynamic_views;   // cleared after each call
+  std::vector<int32_t> output_vars;    // variables of Kind::output
+  std::vector<int32_t> dynamic_views;  // cleared after each call
   int32_t max_scratch = 0;
   int64_t max_accumulators = 0;
   int32_t max_externals = 0;
   int32_t max_inputs = 0, max_outputs = 0;
-  int64_t max_tile_bytes = 0;           // one tile buffer (per thread)
-  int64_t max_replica_bytes = 0;        // one step's periodic replicas (shared by the threads)
-  int32_t max_side = 0;                 // most kernels a side-by-side round runs at once
+  int64_t max_tile_bytes = 0;     // one tile buffer (per thread)
+  int64_t max_replica_bytes = 0;  // one step's periodic replicas (shared by the threads)
+  int32_t max_side = 0;           // most kernels a side-by-side round runs at once
 };
 
 /// What each step defines and reads, for buffer liveness; the stages that merge or empty steps
 /// (tiles, side by side) keep it in step with Plan::steps.
 struct StepUses {
   std::vector<std::vector<int32_t>> defs, reads;  // by step
-  std::vector<bool> in_place;  // by step: may write an output over an input dying there
+  std::vector<bool> in_place;                     // by step: may write an output over an input dying there
 };
 
 inline int32_t itemsize_of(DType d) { return static_cast<int32_t>(dtype_size(d)); }

@@ -91,8 +91,7 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
         step.type = Step::kernel;
         step.fn = e.primitive->kernel(plan.backend);
         if (!step.fn)
-          detail::fail<NotImplementedError>(
-              "jit", "no ", backend_name(plan.backend), " kernel for primitive '",
+          detail::fail<NotImplementedError>("jit", "no ", backend_name(plan.backend), " kernel for primitive '",
                                             e.primitive->name, "'.");
         for (int32_t v : e.outputs) {
           if (fresh[v]) plan.kind[v] = Kind::output;
@@ -117,7 +116,8 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
         if (std::find(d.begin(), d.end(), v) == d.end()) r.push_back(v);
       plan.max_scratch = std::max(plan.max_scratch, step.scratch_slots);
       plan.max_accumulators = std::max(plan.max_accumulators, step.accumulators);
-      plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()) + step.replicas);
+      plan.max_externals =
+          std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()) + step.replicas);
       plan.max_replica_bytes = std::max(plan.max_replica_bytes, step.replica_bytes);
       uses.in_place.push_back(false);  // members write before later members read the same positions
       plan.steps.push_back(std::move(step));
@@ -151,7 +151,8 @@ std::string describe_plan(const Plan& plan, const PlanRunner& runner) {
   for (const Step& step : plan.steps) {
     if (step.type == Step::fused) {
       ++fused;
-      const auto reductions = std::count_if(step.members.begin(), step.members.end(), [](const FusedMember& m) { return m.reduce; });
+      const auto reductions =
+          std::count_if(step.members.begin(), step.members.end(), [](const FusedMember& m) { return m.reduce; });
       os << "fused[" << step.members.size() + step.row_broadcasts << " ops, n=" << step.n
          << ", scratch=" << step.scratch_slots;
       if (reductions > 0) os << ", " << reductions << " row sums";

@@ -29,7 +29,8 @@ double kernel_work(const Jaxpr& j, const Equation& e) {
   for (const Atom& a : e.inputs) in.push_back(j.aval_of(a));
   if (e.primitive->tile_plan) {
     const TilePlan tp = e.primitive->tile_plan(in, *e.params);
-    if (tp.m > 0) return static_cast<double>(tp.m) * static_cast<double>(tp.n) * static_cast<double>(std::max<int64_t>(tp.k, 1));
+    if (tp.m > 0)
+      return static_cast<double>(tp.m) * static_cast<double>(tp.n) * static_cast<double>(std::max<int64_t>(tp.k, 1));
   }
   double elements = 0;
   for (const AbstractValue& a : in) elements += static_cast<double>(a.shape.num_elements());

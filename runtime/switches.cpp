@@ -53,8 +53,8 @@ uint32_t parse(const std::string& names) {
     if (i == kCount) {
       std::string known;
       for (const Entry& e : kTable) known += (known.empty() ? "" : ", ") + std::string(e.name);
-      detail::fail<Error>("FLUXION_DISABLE", "unknown optimization '", item, "' in \"", names,
-                          "\". Known: ", known, ".");
+      detail::fail<Error>("FLUXION_DISABLE", "unknown optimization '", item, "' in \"", names, "\". Known: ", known,
+                          ".");
     }
     bits |= uint32_t(1) << i;
   }
@@ -91,7 +91,8 @@ void set_disabled(const std::string& names) {
 std::string disabled() {
   std::string out;
   for (size_t i = 0; i < switches_detail::kCount; ++i)
-    if (!enabled(static_cast<Switch>(i))) out += (out.empty() ? "" : ",") + std::string(switches_detail::kTable[i].name);
+    if (!enabled(static_cast<Switch>(i)))
+      out += (out.empty() ? "" : ",") + std::string(switches_detail::kTable[i].name);
   return out;
 }
 

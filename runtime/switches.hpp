@@ -11,22 +11,22 @@ namespace fluxion::runtime {
 
 /// The switchable optimizations. Add one here and in switches.cpp's table (name + what it does).
 enum class Switch : uint8_t {
-  simplify,       // passes: the simplify pass as a whole (every rule below)
-  algebra,        // simplify: units, negation, movement chains, select
-  seeds,          // simplify: products with identity and diagonal seed matrices
-  products,       // simplify: products of broadcasts on the unbroadcast values, transposes moved
-  siblings,       // simplify: products of one matrix with several vectors stacked into one
-  gram,           // simplify: xᵀ diag(s) x as gram(x, s); transposes of symmetric values dropped
-  cse,            // passes: common-subexpression elimination
-  fusion,         // plan: elementwise chains and reductions fused into one pass over blocks
-  tiles,          // plan: large products computed tile by tile inside the group reading them
-  side_by_side,   // plan: independent kernels run side by side, one thread each
-  buffer_reuse,   // plan: intermediates share buffers by liveness
+  simplify,           // passes: the simplify pass as a whole (every rule below)
+  algebra,            // simplify: units, negation, movement chains, select
+  seeds,              // simplify: products with identity and diagonal seed matrices
+  products,           // simplify: products of broadcasts on the unbroadcast values, transposes moved
+  siblings,           // simplify: products of one matrix with several vectors stacked into one
+  gram,               // simplify: xᵀ diag(s) x as gram(x, s); transposes of symmetric values dropped
+  cse,                // passes: common-subexpression elimination
+  fusion,             // plan: elementwise chains and reductions fused into one pass over blocks
+  tiles,              // plan: large products computed tile by tile inside the group reading them
+  side_by_side,       // plan: independent kernels run side by side, one thread each
+  buffer_reuse,       // plan: intermediates share buffers by liveness
   register_programs,  // cpu: fused f32/f64 chains kept in vector registers
-  row_sums,       // cpu: specialised row-sum kernels (short rows, 8 rows at a time, periods)
-  replicas,       // cpu: short periodic operands of large fused groups replicated to blocks
-  blas,           // cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)
-  zero_rows,      // cpu: panel products skip rows of zeros in op(b)
+  row_sums,           // cpu: specialised row-sum kernels (short rows, 8 rows at a time, periods)
+  replicas,           // cpu: short periodic operands of large fused groups replicated to blocks
+  blas,               // cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)
+  zero_rows,          // cpu: panel products skip rows of zeros in op(b)
   count
 };
 

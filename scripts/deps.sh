@@ -6,9 +6,9 @@ set -euo pipefail
 # libopenblas-dev: FLUXION_BLAS=AUTO links OpenBLAS for large GEMMs (OpenMP comes with g++).
 # libdnnl-dev: FLUXION_DNNL=AUTO runs f32 GEMMs through oneDNN's sgemm.
 # clang-tools-19 (clang-repl), nlohmann-json3-dev (notebook display), graphviz (Jaxpr drawings):
-# the notebook tests.
+# the notebook tests. clang-format-14: the format check (scripts/format.sh --check, CTest format_check).
 required=(cmake g++ make libeigen3-dev libboost-dev doctest-dev libbenchmark-dev clang-tools-19
-          libopenblas-dev libdnnl-dev nlohmann-json3-dev graphviz python3)
+          libopenblas-dev libdnnl-dev nlohmann-json3-dev graphviz python3 clang-format-14)
 optional=(ccache)
 
 missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }

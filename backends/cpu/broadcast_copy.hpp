@@ -15,10 +15,9 @@ namespace fluxion::cpu {
 namespace broadcast_detail {
 
 /// `run` elements of S bytes from `src` with element stride `step` (0: one value repeated).
-template <int S>
-inline void copy_run(char* o, const char* src, int64_t run, int64_t step) {
-  using Bits = std::conditional_t<S == 1, uint8_t, std::conditional_t<S == 2, uint16_t,
-               std::conditional_t<S == 4, uint32_t, uint64_t>>>;
+template <int S> inline void copy_run(char* o, const char* src, int64_t run, int64_t step) {
+  using Bits = std::conditional_t<S == 1, uint8_t,
+                                  std::conditional_t<S == 2, uint16_t, std::conditional_t<S == 4, uint32_t, uint64_t>>>;
   Bits* ob = reinterpret_cast<Bits*>(o);
   if (step == 1) {
     std::memcpy(o, src, static_cast<size_t>(run) * S);
@@ -39,9 +38,8 @@ inline void copy_run(char* o, const char* src, int64_t run, int64_t step) {
 }
 
 /// Elements [start, start + len) of a broadcast member's output, S bytes each.
-template <int S>
-void broadcast_block(char* out, const char* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                     int64_t start, int64_t len) {
+template <int S> void broadcast_block(char* out, const char* src, const std::vector<int64_t>& dims,
+                                      const std::vector<int64_t>& strides, int64_t start, int64_t len) {
   const int nd = static_cast<int>(dims.size());
   const int64_t inner = dims.back(), step = strides.back();
   // Rows repeat along dim nd-2 when its stride is 0: those are copied from the output itself.

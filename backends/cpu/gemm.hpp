@@ -35,9 +35,9 @@ using cpu::kLargeWork;
 /// leading dim lda) and b stored k x n (n x k when TransB, leading dim ldb) by one of the large
 /// paths `choice` names (dnnl, blas, split_panels, split_eigen, panel, eigen). A library that
 /// declines the call (sizes past its int arguments, an error) leaves the product to Eigen's.
-template <bool TransA, bool TransB, class A>
-void run_strided(const ProductChoice& choice, const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc,
-                 int64_t m, int64_t n, int64_t k) {
+template <bool TransA, bool TransB, class A> void run_strided(const ProductChoice& choice, const A* a, int64_t lda,
+                                                              const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m,
+                                                              int64_t n, int64_t k) {
   switch (choice.path) {
     case ProductPath::dnnl:
       if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads)) return;
@@ -62,9 +62,8 @@ void run_strided(const ProductChoice& choice, const A* a, int64_t lda, const A* 
 
 /// run_strided's product, m, n, k >= 1, on up to kernel_threads() threads, by the path
 /// choose_product picks for a strided product.
-template <bool TransA, bool TransB, class A>
-void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                  int64_t k) {
+template <bool TransA, bool TransB, class A> void strided_gemm(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
+                                                               int64_t ldc, int64_t m, int64_t n, int64_t k) {
   ProductLayout layout;
   layout.source = ProductSource::strided, layout.trans_a = TransA, layout.trans_b = TransB;
   const ProductChoice choice = choose_product(m, n, k, kAccDType<A>, kernel_threads(), layout);
@@ -87,18 +86,20 @@ void run_matrices(const ProductChoice& choice, const A* a, const A* b, A* c, int
       else gemv(choice, !TransB, b, TransB ? n : k, TransB ? k : n, a, c);
       return;
     case ProductPath::outer:  // no packing
-      Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = Eigen::Map<const ColVec<A>>(a, m) * Eigen::Map<const RowVec<A>>(b, n);
+      Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() =
+          Eigen::Map<const ColVec<A>>(a, m) * Eigen::Map<const RowVec<A>>(b, n);
       return;
     case ProductPath::thin_fixed:
     case ProductPath::short_fixed:
     case ProductPath::thin_register:
-    case ProductPath::short_register:
-      return run_register_product<TransA, TransB>(choice.path, a, b, c, m, n, k);
+    case ProductPath::short_register: return run_register_product<TransA, TransB>(choice.path, a, b, c, m, n, k);
     case ProductPath::lazy:
-      Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() = lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
+      Eigen::Map<RowMajorMat<A>>(c, m, n).noalias() =
+          lhs_matrix<TransA>(a, m, k).lazyProduct(rhs_matrix<TransB>(b, k, n));
       return;
     case ProductPath::stacked_gemv:
-      if constexpr (!TransA && std::is_floating_point_v<A>) return stacked_gemv<TransB>(a, b, c, m, n, k, choice.threads);
+      if constexpr (!TransA && std::is_floating_point_v<A>)
+        return stacked_gemv<TransB>(a, b, c, m, n, k, choice.threads);
       break;
     default: break;
   }
@@ -112,7 +113,9 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
   ProductLayout layout;
   layout.trans_a = TransA, layout.trans_b = TransB, layout.batch = batch;
   const ProductChoice choice = choose_product(m, n, k, kAccDType<A>, kernel_threads(), layout);
-  auto one = [&](int64_t i) { run_matrices<TransA, TransB>(choice, a + i * m * k, b + i * k * n, c + i * m * n, m, n, k); };
+  auto one = [&](int64_t i) {
+    run_matrices<TransA, TransB>(choice, a + i * m * k, b + i * k * n, c + i * m * n, m, n, k);
+  };
 #ifdef _OPENMP
   if (choice.batch_threads > 1) {
 #pragma omp parallel num_threads(choice.batch_threads)
@@ -127,9 +130,9 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
 }
 
 /// dot_general through one (batched) GEMM / GEMV / dot after choosing the operand layouts.
-template <class A>
-void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs, const std::vector<int64_t>& rs,
-                         const AxisPair& contract, const AxisPair& batch, A* out) {
+template <class A> void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs,
+                                            const std::vector<int64_t>& rs, const AxisPair& contract,
+                                            const AxisPair& batch, A* out) {
   const std::vector<int64_t>& lb = batch.first;
   const std::vector<int64_t>& rb = batch.second;
   const IndexVector lf = free_dims(static_cast<int64_t>(ls.size()), lb, contract.first);
@@ -170,12 +173,11 @@ void general_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* 
   }
 }
 
-
 /// c = rows [r0, r1) x columns [c0, c1) of the product `v` (leading dim ldc), on the calling
 /// thread, by the path choose_product picks for a tile.
-template <bool TransA, bool TransB, class A>
-void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                  A* c, int64_t ldc) {
+template <bool TransA, bool TransB, class A> void product_tile(const MatrixView& v, const A* lhs, const A* rhs,
+                                                               int64_t r0, int64_t r1, int64_t c0, int64_t c1, A* c,
+                                                               int64_t ldc) {
   const int64_t m = r1 - r0, n = c1 - c0, k = v.k;
   const A* a = lhs + (TransA ? r0 : r0 * k);
   const A* b = rhs + (TransB ? c0 * k : c0);
@@ -189,19 +191,24 @@ void product_tile(const MatrixView& v, const A* lhs, const A* rhs, int64_t r0, i
 /// once, in primitives/dot_general.cpp (FLUXION_GEMM_ALL_KERNELS() there). Other files that
 /// include this header only declare them (`extern template`) and link to those, instead of
 /// compiling Eigen's products again (tests/test_dot_tiny.cpp took 80 s at -O3, 98 s under ASan).
+// clang-format off
 #define FLUXION_GEMM_THIN(EXTERN, A, TA, TB) \
   EXTERN template bool thin_dispatch<TA, TB, A>(const A*, const A*, A*, int64_t, int64_t, int64_t);
-#define FLUXION_GEMM_KERNELS(EXTERN, A)                                                                       \
-  EXTERN template bool tiny_dot_general<A>(const A*, const std::vector<int64_t>&, const A*,                  \
-                                           const std::vector<int64_t>&, const AxisPair&, const AxisPair&, A*); \
-  EXTERN template void general_dot_general<A>(const A*, const std::vector<int64_t>&, const A*,               \
-                                              const std::vector<int64_t>&, const AxisPair&, const AxisPair&, \
-                                              A*);                                                           \
-  FLUXION_GEMM_THIN(EXTERN, A, false, false) FLUXION_GEMM_THIN(EXTERN, A, false, true)                       \
-  FLUXION_GEMM_THIN(EXTERN, A, true, false) FLUXION_GEMM_THIN(EXTERN, A, true, true)
-#define FLUXION_GEMM_ALL_KERNELS(EXTERN)                                            \
-  FLUXION_GEMM_KERNELS(EXTERN, float) FLUXION_GEMM_KERNELS(EXTERN, double)          \
-  FLUXION_GEMM_KERNELS(EXTERN, uint32_t) FLUXION_GEMM_KERNELS(EXTERN, uint64_t)
+#define FLUXION_GEMM_KERNELS(EXTERN, A)                                                                           \
+  EXTERN template bool tiny_dot_general<A>(const A*, const std::vector<int64_t>&, const A*,                       \
+                                           const std::vector<int64_t>&, const AxisPair&, const AxisPair&, A*);    \
+  EXTERN template void general_dot_general<A>(const A*, const std::vector<int64_t>&, const A*,                    \
+                                              const std::vector<int64_t>&, const AxisPair&, const AxisPair&, A*); \
+  FLUXION_GEMM_THIN(EXTERN, A, false, false)                                                                      \
+  FLUXION_GEMM_THIN(EXTERN, A, false, true)                                                                       \
+  FLUXION_GEMM_THIN(EXTERN, A, true, false)                                                                       \
+  FLUXION_GEMM_THIN(EXTERN, A, true, true)
+#define FLUXION_GEMM_ALL_KERNELS(EXTERN) \
+  FLUXION_GEMM_KERNELS(EXTERN, float)    \
+  FLUXION_GEMM_KERNELS(EXTERN, double)   \
+  FLUXION_GEMM_KERNELS(EXTERN, uint32_t) \
+  FLUXION_GEMM_KERNELS(EXTERN, uint64_t)
+// clang-format on
 #ifndef FLUXION_GEMM_DEFINE_KERNELS
 FLUXION_GEMM_ALL_KERNELS(extern)
 #endif
@@ -210,9 +217,9 @@ FLUXION_GEMM_ALL_KERNELS(extern)
 
 /// out = dot_general(lhs, rhs) with validated `contract` and `batch` pairs: output dims are batch
 /// (lhs order), lhs free, rhs free. Integer products wrap.
-template <class T>
-void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t, const std::vector<int64_t>& rs,
-                 const AxisPair& contract, const AxisPair& batch, T* out_t) {
+template <class T> void dot_general(const T* lhs_t, const std::vector<int64_t>& ls, const T* rhs_t,
+                                    const std::vector<int64_t>& rs, const AxisPair& contract, const AxisPair& batch,
+                                    T* out_t) {
   using namespace gemm_detail;
   using A = Acc<T>;
   const A* lhs = reinterpret_cast<const A*>(lhs_t);

@@ -42,11 +42,10 @@ enum class ProductPath : uint8_t {
 
 /// The name of `p` ("split_panels"), for messages and tests.
 inline const char* product_path_name(ProductPath p) {
-  static constexpr const char* names[] = {"none",          "tiny",          "planned",        "dot",
-                                          "outer",         "gemv",          "blas_gemv",      "split_gemv",
-                                          "thin_fixed",    "short_fixed",   "thin_register",  "short_register",
-                                          "lazy",          "stacked_gemv",  "dnnl",           "blas",
-                                          "split_panels",  "split_eigen",   "panel",          "eigen"};
+  static constexpr const char* names[] = {
+      "none",       "tiny",       "planned",      "dot",           "outer",          "gemv", "blas_gemv",
+      "split_gemv", "thin_fixed", "short_fixed",  "thin_register", "short_register", "lazy", "stacked_gemv",
+      "dnnl",       "blas",       "split_panels", "split_eigen",   "panel",          "eigen"};
   return names[static_cast<size_t>(p)];
 }
 
@@ -190,8 +189,8 @@ inline double work(int64_t m, int64_t n, int64_t k) {
 }
 
 /// The large paths, shared by strided products and the matrices of a dot_general.
-inline ProductChoice choose_large(int64_t m, int64_t n, int64_t k, DType dtype, int threads,
-                                  const ProductThresholds& t, OptionsOnDemand& o) {
+inline ProductChoice choose_large(int64_t m, int64_t n, int64_t k, DType dtype, int threads, const ProductThresholds& t,
+                                  OptionsOnDemand& o) {
   const bool large = work(m, n, k) >= t.large_work;
   const int th = large ? threads : 1;
   if (dtype == DType::f32 && work(m, n, k) >= t.dnnl_work && o().dnnl) return {ProductPath::dnnl, th};
@@ -251,8 +250,8 @@ inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype
   OptionsOnDemand o(options);
   switch (layout.source) {
     case ProductSource::dot_general: {
-      const bool tiny = !layout.batch_dims && layout.max_rank <= 2 && layout.max_dim <= t.tiny_dim &&
-                        m * n * k <= t.tiny_work;
+      const bool tiny =
+          !layout.batch_dims && layout.max_rank <= 2 && layout.max_dim <= t.tiny_dim && m * n * k <= t.tiny_work;
       return {tiny ? ProductPath::tiny : ProductPath::planned};
     }
     case ProductSource::tile: {  // on the calling thread; OpenBLAS needs no `large` here
@@ -261,10 +260,8 @@ inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype
       if (std::min(m, n) > t.eigen_skinny && floating(dtype) && o().blas) return {ProductPath::blas};
       return {ProductPath::eigen};
     }
-    case ProductSource::strided:
-      return choose_large(m, n, k, dtype, threads, t, o);
-    case ProductSource::matrices:
-      break;
+    case ProductSource::strided: return choose_large(m, n, k, dtype, threads, t, o);
+    case ProductSource::matrices: break;
   }
   // Batches that are large together but not each (each would run on the calling thread) are
   // shared out over the threads, each batch then on one.

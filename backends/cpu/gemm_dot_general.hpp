@@ -125,9 +125,9 @@ void tiny_product(const A* lhs, const A* rhs, A* out, const TinyOperand& l, cons
 /// dot_general through tiny_product when choose_product picks `tiny` for it; false (nothing done)
 /// otherwise. The operands' sizes are read only where the rule can apply (no batch dims, ranks
 /// <= 2): the rule itself rejects the others from the layout alone.
-template <class A>
-bool tiny_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs, const std::vector<int64_t>& rs,
-                      const AxisPair& contract, const AxisPair& batch, A* out) {
+template <class A> bool tiny_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs,
+                                         const std::vector<int64_t>& rs, const AxisPair& contract,
+                                         const AxisPair& batch, A* out) {
   ProductLayout layout;
   layout.source = ProductSource::dot_general;
   layout.batch_dims = !batch.first.empty();
@@ -177,6 +177,5 @@ inline MatrixView matrix_view(const std::vector<int64_t>& ls, const std::vector<
   v.trans_a = best.lhs.trans, v.trans_b = best.rhs.trans;
   return v;
 }
-
 
 }  // namespace fluxion::cpu::gemm_detail

@@ -34,21 +34,18 @@ template <class T, bool = std::is_integral_v<T>> struct AccOf { using type = T; 
 template <class T> struct AccOf<T, true> { using type = std::make_unsigned_t<T>; };
 template <class T> using Acc = typename AccOf<T>::type;
 /// The dtype a kernel's element type `A` (an Acc) computes: f32, f64, i32 or i64.
-template <class A>
-inline constexpr DType kAccDType = std::is_same_v<A, float>    ? DType::f32
-                                   : std::is_same_v<A, double> ? DType::f64
-                                   : sizeof(A) == 4            ? DType::i32
-                                                               : DType::i64;
+template <class A> inline constexpr DType kAccDType = std::is_same_v<A, float>    ? DType::f32
+                                                      : std::is_same_v<A, double> ? DType::f64
+                                                      : sizeof(A) == 4            ? DType::i32
+                                                                                  : DType::i64;
 
 /// The M x K lhs block of one batch: stored M x K, or K x M when `Trans` (read transposed).
-template <bool Trans, class A>
-auto lhs_matrix(const A* p, int64_t m, int64_t k) {
+template <bool Trans, class A> auto lhs_matrix(const A* p, int64_t m, int64_t k) {
   if constexpr (Trans) return Eigen::Map<const RowMajorMat<A>>(p, k, m).transpose();
   else return Eigen::Map<const RowMajorMat<A>>(p, m, k);
 }
 /// The K x N rhs block of one batch: stored K x N, or N x K when `Trans`.
-template <bool Trans, class A>
-auto rhs_matrix(const A* p, int64_t k, int64_t n) {
+template <bool Trans, class A> auto rhs_matrix(const A* p, int64_t k, int64_t n) {
   if constexpr (Trans) return Eigen::Map<const RowMajorMat<A>>(p, n, k).transpose();
   else return Eigen::Map<const RowMajorMat<A>>(p, k, n);
 }
@@ -81,17 +78,15 @@ class ProductThreads {
 /// a stored m x k (k x m when TransA, leading dim lda) and b stored k x n (n x k when TransB,
 /// leading dim ldb); false (nothing done) when OpenBLAS is not linked, A is not f32/f64 or a
 /// size exceeds its int arguments. Whether to call it is choose_product's (blas_usable there).
-template <bool TransA, bool TransB, class A>
-bool blas_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                  int64_t k) {
+template <bool TransA, bool TransB, class A> bool blas_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
+                                                               int64_t ldc, int64_t m, int64_t n, int64_t k) {
 #if FLUXION_WITH_BLAS
   if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
     if (std::max({lda, ldb, ldc, m, n, k}) > INT_MAX) return false;
     const auto ta = TransA ? CblasTrans : CblasNoTrans, tb = TransB ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<A, float>)
       cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+    else cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
     return true;
   }
 #endif
@@ -100,9 +95,9 @@ bool blas_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_
 }
 
 /// blas_product's operands through Eigen's product on `threads` threads.
-template <bool TransA, bool TransB, class A>
-void eigen_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                   int64_t k, int threads) {
+template <bool TransA, bool TransB, class A> void eigen_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
+                                                                int64_t ldc, int64_t m, int64_t n, int64_t k,
+                                                                int threads) {
   ProductThreads team(threads);
   const Eigen::OuterStride<> sa(lda), sb(ldb), sc(ldc);
   auto lhs = [&] {
@@ -119,9 +114,9 @@ void eigen_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
 /// blas_product's product through oneDNN's sgemm on `threads` threads (its OpenMP runtime is the
 /// team the fused groups and Eigen's products use); false (nothing done) unless `A` is float,
 /// oneDNN is linked and the call succeeds.
-template <bool TransA, bool TransB, class A>
-bool dnnl_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                  int64_t k, int threads) {
+template <bool TransA, bool TransB, class A> bool dnnl_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
+                                                               int64_t ldc, int64_t m, int64_t n, int64_t k,
+                                                               int threads) {
 #if FLUXION_WITH_DNNL
   if constexpr (std::is_same_v<A, float>) {
     ProductThreads team(threads);
@@ -145,8 +140,7 @@ void gemv_on_caller(bool blas, bool trans, const A* a, int64_t lda, int64_t rows
       const auto t = trans ? CblasTrans : CblasNoTrans;
       if constexpr (std::is_same_v<A, float>)
         cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, a, int(lda), x, 1, 0.0f, y, 1);
-      else
-        cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, a, int(lda), x, 1, 0.0, y, 1);
+      else cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, a, int(lda), x, 1, 0.0, y, 1);
       return;
     }
   }

@@ -21,8 +21,7 @@ namespace fluxion::cpu::gemm_detail {
 /// every row is exact zeros (NaN counts as nonzero), found from both ends: two rows when dense.
 /// Column blocks of a triangular op(b) (upper triangular per block) have shorter ranges in their
 /// earlier panels.
-template <int W, class A, class RowB>
-std::pair<int64_t, int64_t> panel_rows(int64_t kb, const RowB& row_b) {
+template <int W, class A, class RowB> std::pair<int64_t, int64_t> panel_rows(int64_t kb, const RowB& row_b) {
   auto nonzero = [&](int64_t l) {
     const A* x = row_b(l);
     for (int e = 0; e < W; ++e)
@@ -38,8 +37,7 @@ std::pair<int64_t, int64_t> panel_rows(int64_t kb, const RowB& row_b) {
 /// True when x[0..n) are all finite: x * 0 is 0 for finite x and NaN for inf and NaN, summed
 /// in packets (Eigen's allFinite on a strided block ran a scalar loop: 30 % of a 334 x 128 x 64
 /// panel product).
-template <class A>
-bool all_finite(const A* x, int64_t n) {
+template <class A> bool all_finite(const A* x, int64_t n) {
   namespace ei = Eigen::internal;
   using P = PacketOf<A>;
   constexpr int PS = kPacketSize<A>;
@@ -54,8 +52,7 @@ bool all_finite(const A* x, int64_t n) {
 
 /// 1 when rows [i0, i1) of op(a) (k columns; a row-major with leading dim lda, op(a) = a^T when
 /// TransA) hold only finite values, else 0.
-template <bool TransA, class A>
-int rows_finite(const A* a, int64_t lda, int64_t i0, int64_t i1, int64_t k) {
+template <bool TransA, class A> int rows_finite(const A* a, int64_t lda, int64_t i0, int64_t i1, int64_t k) {
   const int64_t lines = TransA ? k : i1 - i0, length = TransA ? i1 - i0 : k;
   const A* first = TransA ? a + i0 : a + i0 * lda;
   for (int64_t r = 0; r < lines; ++r)
@@ -84,9 +81,9 @@ inline constexpr int64_t kPanelRowBlock = 64 * kPanelRows;
 /// added into c (through `spill`). With `skip_zero_rows`, a panel's all-zero rows at either end
 /// are not stepped over (panel_rows): a triangular op(b) costs about 3/4 of a dense one
 /// (measured: bench/RESULTS.md).
-template <bool TransA, bool TransB, class A>
-void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                   int64_t k, bool skip_zero_rows = true) {
+template <bool TransA, bool TransB, class A> void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
+                                                                int64_t ldc, int64_t m, int64_t n, int64_t k,
+                                                                bool skip_zero_rows = true) {
   constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
   alignas(64) A panel[kPanelDepth * W];
   alignas(64) A spill[kPanelRows * W];  // rows of a narrower panel or a later k block, before c
@@ -140,13 +137,15 @@ void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64
               A* out = c + (i + r) * ldc + j0;
               const A* in = spill + r * W;
               if (l0 == 0) std::copy(in, in + w, out);
-              else for (int64_t j = 0; j < w; ++j) out[j] += in[j];
+              else
+                for (int64_t j = 0; j < w; ++j) out[j] += in[j];
             }
           }
           i += R;
         };
         while (i1 - i >= kPanelRows) rows(std::integral_constant<int, kPanelRows>());
-        if constexpr (kPanelRows > 4) if (i1 - i >= 4) rows(std::integral_constant<int, 4>());
+        if constexpr (kPanelRows > 4)
+          if (i1 - i >= 4) rows(std::integral_constant<int, 4>());
         if (i1 - i >= 2) rows(std::integral_constant<int, 2>());
         if (i1 - i >= 1) rows(std::integral_constant<int, 1>());
       }
@@ -159,9 +158,9 @@ inline constexpr int64_t kPanelNarrow = 64;
 /// blas_product's product on `threads` threads, each computing its own slice of c (rows, or
 /// columns when c is wider than tall) on its own: by panel_product when `panels` (skipping zero
 /// rows when `skip_zero_rows`), else by Eigen's product on that thread.
-template <bool TransA, bool TransB, class A>
-void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m, int64_t n,
-                   int64_t k, int threads, bool panels, bool skip_zero_rows) {
+template <bool TransA, bool TransB, class A> void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
+                                                                int64_t ldc, int64_t m, int64_t n, int64_t k,
+                                                                int threads, bool panels, bool skip_zero_rows) {
   const bool by_rows = m >= n;
   auto slice = [&](int t, int nt) {
     const int64_t extent = by_rows ? m : n, s0 = extent * t / nt, s1 = extent * (t + 1) / nt;

@@ -18,8 +18,7 @@ namespace fluxion::cpu::gemm_detail {
 /// contracted elements (2..4 each, compile-time), any number m of rows; b is held in registers.
 /// The blocked kernel packs and pads b to its register tile: 7.7 µs for 1000x2x2 in f64 against
 /// 0.7 µs here (4x4: 9.6 vs 3.5 µs).
-template <int K, int N, bool TransA, bool TransB, class A>
-void thin_product(const A* a, const A* b, A* c, int64_t m) {
+template <int K, int N, bool TransA, bool TransB, class A> void thin_product(const A* a, const A* b, A* c, int64_t m) {
   A bl[K][N];
   for (int l = 0; l < K; ++l)
     for (int j = 0; j < N; ++j) bl[l][j] = TransB ? b[j * K + l] : b[l * N + j];
@@ -36,8 +35,7 @@ void thin_product(const A* a, const A* b, A* c, int64_t m) {
 /// c = op(a) op(b) for a tiny M x N result (2..4 each, compile-time) of a long contraction over
 /// k: M N accumulators in registers, one pass over both operands (Eigen's coefficient-based
 /// product walks the transposed operand with a stride per coefficient: ~6.8 µs for 2x2x1000).
-template <int M, int N, bool TransA, bool TransB, class A>
-void short_product(const A* a, const A* b, A* c, int64_t k) {
+template <int M, int N, bool TransA, bool TransB, class A> void short_product(const A* a, const A* b, A* c, int64_t k) {
   A acc[M][N] = {};
   for (int64_t l = 0; l < k; ++l)
     for (int i = 0; i < M; ++i) {
@@ -86,8 +84,8 @@ inline void register_rows(int64_t i0, int64_t k, const RowB& row_b, const AAt& a
 /// rows of accumulators as the vector registers hold beside op(b)'s packets and a broadcast, a
 /// multiple of 4 (12 with AVX-512's 32 registers and two packets a row, 16 with one).
 template <int NP>
-inline constexpr int kOnePassRows =
-    std::min(16, (static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) - NP - 2) / NP / 4 * 4);
+inline constexpr int kOnePassRows = std::min(16, (static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS) - NP - 2) /
+                                                     NP / 4 * 4);
 
 /// Runs register_rows over all m rows of c (m x n, contiguous) in groups of up to kMaxRows rows
 /// (as many accumulators as half the vector registers hold), so a short product passes over b
@@ -115,7 +113,7 @@ void register_product(A* c, int64_t m, int64_t n, int64_t k, const RowB& row_b, 
     i += R;
   };
   constexpr int kTop = kMaxRows >= 8 ? 8 : kMaxRows >= 4 ? 4 : kMaxRows >= 2 ? 2 : 1;
-  if constexpr (kOnePass && kOnePassRows<NP> > kTop) {
+  if constexpr (kOnePass && kOnePassRows < NP >> kTop) {
     if (m > kTop && m <= kOnePassRows<NP>) {
       constexpr int R = kOnePassRows<NP>;
       auto clamped = [&](int64_t row, int64_t l) { return a_at(std::min(row, m - 1), l); };
@@ -126,8 +124,10 @@ void register_product(A* c, int64_t m, int64_t n, int64_t k, const RowB& row_b, 
     }
   }
   while (m - i >= kTop) group(std::integral_constant<int, kTop>());
-  if constexpr (kTop > 4) if (m - i >= 4) group(std::integral_constant<int, 4>());
-  if constexpr (kTop > 2) if (m - i >= 2) group(std::integral_constant<int, 2>());
+  if constexpr (kTop > 4)
+    if (m - i >= 4) group(std::integral_constant<int, 4>());
+  if constexpr (kTop > 2)
+    if (m - i >= 2) group(std::integral_constant<int, 2>());
   if (m - i >= 1) group(std::integral_constant<int, 1>());
 }
 
@@ -158,17 +158,14 @@ void short_register_product(const A* a, const A* b, A* c, int64_t m, int64_t n, 
   const int64_t tail = std::min<int64_t>(k, (W + n - 1) / n), first_tail = k - tail;  // tail <= W / 2 rows
   alignas(64) A padded[W / 2][W] = {};
   for (int64_t l = first_tail; l < k; ++l) std::copy(b + l * n, b + l * n + n, padded[l - first_tail]);
-  auto row_b = [&](int64_t l) {
-    return l < first_tail ? b + l * n : static_cast<const A*>(padded[l - first_tail]);
-  };
+  auto row_b = [&](int64_t l) { return l < first_tail ? b + l * n : static_cast<const A*>(padded[l - first_tail]); };
   auto a_at = [&](int64_t i, int64_t l) { return TransA ? a[l * m + i] : a[i * k + l]; };
   if (n <= kPacketSize<A>) register_product<1, true>(c, m, n, k, row_b, a_at);
   else if constexpr (W > kPacketSize<A>) register_product<2, true>(c, m, n, k, row_b, a_at);
 }
 
 /// Calls f(std::integral_constant<int, v>) for v in [2, 4]; false for other v.
-template <class F>
-bool with_small(int64_t v, F&& f) {
+template <class F> bool with_small(int64_t v, F&& f) {
   switch (v) {
     case 2: f(std::integral_constant<int, 2>()); return true;
     case 3: f(std::integral_constant<int, 3>()); return true;
@@ -185,12 +182,14 @@ void run_register_product(ProductPath path, const A* a, const A* b, A* c, int64_
     switch (path) {
       case ProductPath::thin_fixed:
         with_small(k, [&](auto kk) {
-          with_small(n, [&](auto nn) { thin_product<decltype(kk)::value, decltype(nn)::value, TransA, TransB>(a, b, c, m); });
+          with_small(
+              n, [&](auto nn) { thin_product<decltype(kk)::value, decltype(nn)::value, TransA, TransB>(a, b, c, m); });
         });
         return;
       case ProductPath::short_fixed:
         with_small(m, [&](auto mm) {
-          with_small(n, [&](auto nn) { short_product<decltype(mm)::value, decltype(nn)::value, TransA, TransB>(a, b, c, k); });
+          with_small(
+              n, [&](auto nn) { short_product<decltype(mm)::value, decltype(nn)::value, TransA, TransB>(a, b, c, k); });
         });
         return;
       case ProductPath::thin_register: thin_register_product<TransA, TransB>(a, b, c, m, n, k); return;

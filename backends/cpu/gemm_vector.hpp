@@ -51,8 +51,7 @@ void gemv(const ProductChoice& choice, bool trans, const A* a, int64_t rows, int
 
 /// Rows [i, i + R) of c (m x N) = a (m x k, row-major) times the N columns `cols` (N x k,
 /// contiguous), R rows of a at a time: R N packet accumulators, each row of a read once.
-template <int N, int R, class A>
-void stacked_rows(const A* a, const A* cols, A* c, int64_t i, int64_t k) {
+template <int N, int R, class A> void stacked_rows(const A* a, const A* cols, A* c, int64_t i, int64_t k) {
   namespace ei = Eigen::internal;
   using P = PacketOf<A>;
   constexpr int PS = kPacketSize<A>;

@@ -44,12 +44,12 @@ struct CpuWorkspace : runtime::Workspace {
   std::vector<double> accumulators;     // threads x plan.max_accumulators row sums
   std::vector<char*> bases;
   std::vector<std::vector<Tensor>> side_in, side_out;  // by thread, for side-by-side rounds
-  std::vector<double> tile_storage;     // threads x tile_stride bytes, for tiled products
-  char* tiles = nullptr;                // tile_storage aligned to 64 bytes
-  int64_t tile_stride = 0;              // bytes per thread: max_tile_bytes rounded up to 64
-  std::vector<char*> tile_bases;        // threads x bases.size(): each thread's bases while tiling
-  std::vector<double> replica_storage;  // plan.max_replica_bytes, for the running step's replicas
-  char* replicas = nullptr;             // replica_storage aligned to 64 bytes
+  std::vector<double> tile_storage;                    // threads x tile_stride bytes, for tiled products
+  char* tiles = nullptr;                               // tile_storage aligned to 64 bytes
+  int64_t tile_stride = 0;                             // bytes per thread: max_tile_bytes rounded up to 64
+  std::vector<char*> tile_bases;                       // threads x bases.size(): each thread's bases while tiling
+  std::vector<double> replica_storage;                 // plan.max_replica_bytes, for the running step's replicas
+  char* replicas = nullptr;                            // replica_storage aligned to 64 bytes
 };
 
 std::unique_ptr<CpuWorkspace> make_cpu_workspace(const Plan& plan) {
@@ -130,7 +130,7 @@ void run_fused_range(const Step& step, bool row_sums, char* const* bases, double
         const char* src = bases[m.inputs[0].index];
         if (views && m.period > 0 && m.output.source == FusedOperand::scratch) {
           const int64_t offset = start % m.period;
-          const char* in_place = offset + len <= m.period      ? src
+          const char* in_place = offset + len <= m.period        ? src
                                  : offset + len <= m.replica_len ? bases[m.replica]
                                                                  : nullptr;
           if (in_place) {
@@ -156,8 +156,8 @@ void run_fused_range(const Step& step, bool row_sums, char* const* bases, double
         const bool row_op = op.source == FusedOperand::rows;
         in_ptrs[i] = ptr(op);
         in_rows[i] = row_op && !one_run;
-        in_scalar[i] = m.scalar[i] || (row_op && one_run) ||
-                       (track && op.source == FusedOperand::scratch && uniform[op.index]);
+        in_scalar[i] =
+            m.scalar[i] || (row_op && one_run) || (track && op.source == FusedOperand::scratch && uniform[op.index]);
         all_scalar = all_scalar && in_scalar[i];
         any_rows = any_rows || in_rows[i];
       }
@@ -189,7 +189,7 @@ void run_program_range(const Step& step, const FusedLowering& lowering, char* co
       const size_t n_sums = lowering.tile_sums.size();
       std::fill(sums, sums + n_sums * lanes, kSumStart);
       run_tile_program<T>(lowering.program.data(), static_cast<int>(lowering.program.size()), bases,
-                               reinterpret_cast<T*>(scratch), sums, e0, whole);
+                          reinterpret_cast<T*>(scratch), sums, e0, whole);
       for (size_t k = 0; k < n_sums; ++k) {
         double total = kSumStart;
         for (int64_t l = 0; l < lanes; ++l) total += sums[k * lanes + l];
@@ -281,7 +281,8 @@ void run_fused_step(const Step& step, const Plan& plan, RunState& s, CpuWorkspac
     run_tiles(step, lowering.row_sums, s.in, bases, w.tiles + t * w.tile_stride, scratch, acc, u0, u1);
   };
   auto sums = [&](int part, int parts) {
-    if (step.accumulators > 0) write_row_sums(step, w.bases.data(), w.accumulators.data(), acc_stride, parts, part, parts);
+    if (step.accumulators > 0)
+      write_row_sums(step, w.bases.data(), w.accumulators.data(), acc_stride, parts, part, parts);
   };
 #ifdef _OPENMP
   if (threads > 1) {

@@ -36,8 +36,7 @@ constexpr int64_t kMidSumRow = 16;
 /// loop becomes vector converts and adds (f32 or f64) with kLanes / packet independent add chains.
 /// Long rows (kWideSumRow) take 32 lanes (four scalar sums are not vectorised), rows from
 /// kMidSumRow take 8 (one or two vector adds per step).
-template <int kLanes, class T>
-FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
+template <int kLanes, class T> FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
   double s[kLanes];
   std::fill(s, s + kLanes, kSumStart);
   int64_t i = 0;
@@ -51,8 +50,7 @@ FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
 }
 
 /// The sum of p[0, n) in double for short rows: two partial sums, inline.
-template <class T>
-inline double short_sum(const T* p, int64_t n) {
+template <class T> inline double short_sum(const T* p, int64_t n) {
   double s0 = kSumStart, s1 = kSumStart;
   int64_t i = 0;
   for (; i + 2 <= n; i += 2) {
@@ -69,8 +67,7 @@ constexpr int64_t kShortRowMax = 4;
 /// acc[0, rows) += the sums of `rows` consecutive rows of R elements at p (short_sum's order),
 /// one loop with R fixed: rows this short would otherwise pay a row's bookkeeping and a call each
 /// (measured: bench/RESULTS.md).
-template <int R, class T>
-void sum_short_rows(const T* p, int64_t rows, double* acc) {
+template <int R, class T> void sum_short_rows(const T* p, int64_t rows, double* acc) {
   for (int64_t r = 0; r < rows; ++r) acc[r] += short_sum(p + r * R, R);
 }
 
@@ -88,8 +85,7 @@ typedef int64_t EightLongs __attribute__((vector_size(64)));
 /// vector adds and 21 / 8 shuffles or adds, against a whole lane_sum's setup and 8-lane combine,
 /// or two scalar add chains for rows shorter than 16. A last group of fewer than 8 rows leaves the
 /// other accumulators at zero, cheaper than lane_sum on each (measured: bench/RESULTS.md).
-template <class T>
-FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, double* acc) {
+template <class T> FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, double* acc) {
   typedef T EightT __attribute__((vector_size(8 * sizeof(T))));
   const int64_t whole = row / 8 * 8, tail = row - whole;
   EightLongs keep, start;  // lanes of a row's last 8 elements not yet counted; kSumStart's bits
@@ -112,7 +108,7 @@ FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, d
         if (tail > 0) {
           EightT v;
           std::memcpy(&v, q + row - 8, sizeof v);
-          sum += (EightDoubles)(((EightLongs)__builtin_convertvector(v, EightDoubles) & keep) | drop);
+          sum += (EightDoubles)(((EightLongs) __builtin_convertvector(v, EightDoubles) & keep) | drop);
         }
       }
       a[r] = sum;
@@ -156,8 +152,7 @@ FLUXION_WIDE_VECTORS void sum_periods(const T* p, int64_t chunks, double* acc, i
   for (int j = 0; j < P; ++j) acc[j % inner] += s[j];
 }
 
-template <class T>
-void sum_periods(const T* p, int64_t chunks, int64_t period, double* acc, int64_t inner) {
+template <class T> void sum_periods(const T* p, int64_t chunks, int64_t period, double* acc, int64_t inner) {
   switch (period / 8) {
     case 1: return sum_periods<8>(p, chunks, acc, inner);
     case 2: return sum_periods<16>(p, chunks, acc, inner);
@@ -240,9 +235,9 @@ inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool on
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
         } else {
-          acc[r] += run >= kWideSumRow ? lane_sum<32>(x + done, run)
-                   : run >= kMidSumRow ? lane_sum<8>(x + done, run)
-                                       : short_sum(x + done, run);
+          acc[r] += run >= kWideSumRow  ? lane_sum<32>(x + done, run)
+                    : run >= kMidSumRow ? lane_sum<8>(x + done, run)
+                                        : short_sum(x + done, run);
         }
         done += run;
       }

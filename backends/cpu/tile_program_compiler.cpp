@@ -37,9 +37,9 @@ void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
     return (op.source == FusedOperand::scratch ? int64_t(1) << 32 : 0) + op.index;
   };
   const int count = static_cast<int>(step.members.size());
-  std::unordered_map<int64_t, int> current;   // key -> the value there now
-  std::vector<int> producer;                  // value -> member (-1: a group input)
-  std::vector<int32_t> home;                  // value -> external index holding it, or -1
+  std::unordered_map<int64_t, int> current;  // key -> the value there now
+  std::vector<int> producer;                 // value -> member (-1: a group input)
+  std::vector<int32_t> home;                 // value -> external index holding it, or -1
   std::vector<std::array<int, kMaxFusedInputs>> in_value(static_cast<size_t>(count));
   std::vector<int> out_value(static_cast<size_t>(count), -1);
   for (int m = 0; m < count; ++m) {
@@ -102,8 +102,7 @@ void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
     if (!step.members[static_cast<size_t>(pick)].reduce) held = out_value[static_cast<size_t>(pick)];
   }
   // The program for one member order, and whether its scratch tiles fit the step's scratch.
-  auto emit = [&](const std::vector<int>& sequence, std::vector<TileInstr>& program,
-                  std::vector<int64_t>& sum_accs) {
+  auto emit = [&](const std::vector<int>& sequence, std::vector<TileInstr>& program, std::vector<int64_t>& sum_accs) {
     std::vector<int> position(static_cast<size_t>(count), 0);
     for (int q = 0; q < count; ++q) position[static_cast<size_t>(sequence[static_cast<size_t>(q)])] = q;
     std::vector<int> last_read(producer.size(), -1);
