@@ -237,6 +237,14 @@ inline ProductPath choose_register_product(int64_t m, int64_t n, int64_t k, DTyp
   return ProductPath::none;
 }
 
+/// choose_product's rule for a whole dot_general: `tiny` when this holds, else `planned`. Inline
+/// on its own because every dot_general asks it first (a call of choose_product cost a tenth of a
+/// tiny product).
+inline bool tiny_product_fits(int64_t m, int64_t n, int64_t k, const ProductLayout& layout,
+                              const ProductThresholds& t = kProductThresholds) {
+  return !layout.batch_dims && layout.max_rank <= 2 && layout.max_dim <= t.tiny_dim && m * n * k <= t.tiny_work;
+}
+
 /// How to compute an m x n x k product of `dtype` (for `matrices`: each of layout.batch ones)
 /// when `threads` threads may work on it (kernel_threads(): 1 inside a parallel region), with
 /// `options` (none given: product_options(), read only by the paths that depend on them).
@@ -249,11 +257,8 @@ inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype
   using namespace choice_detail;
   OptionsOnDemand o(options);
   switch (layout.source) {
-    case ProductSource::dot_general: {
-      const bool tiny =
-          !layout.batch_dims && layout.max_rank <= 2 && layout.max_dim <= t.tiny_dim && m * n * k <= t.tiny_work;
-      return {tiny ? ProductPath::tiny : ProductPath::planned};
-    }
+    case ProductSource::dot_general:
+      return {tiny_product_fits(m, n, k, layout, t) ? ProductPath::tiny : ProductPath::planned};
     case ProductSource::tile: {  // on the calling thread; OpenBLAS needs no `large` here
       if (dtype == DType::f32 && work(m, n, k) >= t.dnnl_work && o().dnnl) return {ProductPath::dnnl};
       if (dtype == DType::f64 && k <= t.panel_max_k) return {ProductPath::panel, 1, 1, o().zero_rows};

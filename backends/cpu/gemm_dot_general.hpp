@@ -122,7 +122,7 @@ void tiny_product(const A* lhs, const A* rhs, A* out, const TinyOperand& l, cons
   }
 }
 
-/// dot_general through tiny_product when choose_product picks `tiny` for it; false (nothing done)
+/// dot_general through tiny_product when choose_product would pick `tiny` (tiny_product_fits); false (nothing done)
 /// otherwise. The operands' sizes are read only where the rule can apply (no batch dims, ranks
 /// <= 2): the rule itself rejects the others from the layout alone.
 template <class A> bool tiny_dot_general(const A* lhs, const std::vector<int64_t>& ls, const A* rhs,
@@ -141,11 +141,7 @@ template <class A> bool tiny_dot_general(const A* lhs, const std::vector<int64_t
     for (int64_t d : ls) layout.max_dim = std::max(layout.max_dim, d);
     for (int64_t d : rs) layout.max_dim = std::max(layout.max_dim, d);
   }
-  // The dot_general source reads no options.
-  static constexpr ProductOptions kNone{};
-  const ProductChoice choice =
-      choose_product(l.free_extent, r.free_extent, k[0] * k[1], kAccDType<A>, 1, layout, kProductThresholds, &kNone);
-  if (choice.path != ProductPath::tiny) return false;
+  if (!tiny_product_fits(l.free_extent, r.free_extent, k[0] * k[1], layout)) return false;
   if (contract.first.size() < 2) tiny_product<true>(lhs, rhs, out, l, r, k);  // the common case, k[1] == 1
   else tiny_product<false>(lhs, rhs, out, l, r, k);
   return true;
