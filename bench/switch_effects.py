@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Each optimization's effect: every fluxion_jit row of the workload suites with all optimizations
 on and with each one off (FLUXION_DISABLE=<name>, runtime/switches.hpp), interleaved, on one
-thread (taskset -c 0). Prints a Markdown table of time(off) / time(on): above 1 the optimization
-pays on that row, below 1 it costs.
+thread (taskset -c 0). Prints a Markdown table of time(off) / time(on), each the fastest of its
+runs (the least disturbed by other load on a shared host): above 1 the optimization pays on that
+row, below 1 it costs.
 
-  bench/switch_effects.py --bin-dir build/bench [--rounds 1] [--min-time 0.2] [--only W10,W12]
+  bench/switch_effects.py --bin-dir build/bench [--rounds 1] [--min-time 0.2] [--filter REGEX]
 """
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 
@@ -20,10 +20,10 @@ SWITCHES = ["simplify", "algebra", "seeds", "products", "siblings", "gram", "cse
             "side_by_side", "buffer_reuse", "register_programs", "row_sums", "replicas", "blas", "zero_rows"]
 
 
-def run(binary, disabled, min_time, only):
+def run(binary, disabled, min_time, pattern):
     env = dict(os.environ, FLUXION_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                FLUXION_DISABLE=disabled)
-    flt = "fluxion_jit" if not only else "(" + "|".join(w + "/" for w in only) + ").*fluxion_jit"
+    flt = pattern or "fluxion_jit"
     out = subprocess.run(["taskset", "-c", "0", binary, f"--benchmark_filter={flt}",
                           f"--benchmark_min_time={min_time}", "--benchmark_format=json"],
                          env=env, capture_output=True, text=True, check=True).stdout
@@ -37,9 +37,8 @@ def main():
     ap.add_argument("--bin-dir", default="build/bench")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--min-time", default="0.2")
-    ap.add_argument("--only", default="", help="comma-separated workload ids, e.g. W10,W12")
+    ap.add_argument("--filter", default="", help="Google Benchmark filter (default: every fluxion_jit row)")
     a = ap.parse_args()
-    only = [w for w in a.only.split(",") if w]
     on, off = {}, {s: {} for s in SWITCHES}
     for r in range(a.rounds):
         for config in [""] + SWITCHES + [""]:  # all-on before and after each round's switches
@@ -48,16 +47,16 @@ def main():
                 path = os.path.join(a.bin_dir, suite)
                 if not os.path.exists(path):
                     continue
-                for name, t in run(path, config, a.min_time, only).items():
+                for name, t in run(path, config, a.min_time, a.filter).items():
                     (on if not config else off[config]).setdefault(name, []).append(t)
     print("| row | all on (ms) | " + " | ".join(SWITCHES) + " |")
     print("|---|---:|" + "---:|" * len(SWITCHES))
     for name in sorted(on, key=lambda n: (int(n.split("/")[0][1:]) if n[1:].split("/")[0].isdigit() else 99, n)):
-        base = statistics.median(on[name])
+        base = min(on[name])
         cells = []
         for s in SWITCHES:
             v = off[s].get(name)
-            cells.append(f"{statistics.median(v) / base:.2f}" if v else "")
+            cells.append(f"{min(v) / base:.2f}" if v else "")
         print(f"| {name} | {base:.4g} | " + " | ".join(cells) + " |")
 
 
