@@ -119,7 +119,7 @@ void dot_general_kernel(const std::vector<Tensor>& in, const Params& params, std
 #if !FLUXION_LIGHT_KERNELS
 
 // Products smaller than this are computed whole: a tile's GEMM call and packing cost more than
-// re-reading an output that stays in cache anyway (the executor asks only for large outputs).
+// re-reading an output that stays in cache anyway (the planner asks only for large outputs).
 constexpr double kTileWork = 1 << 20;
 
 TilePlan dot_general_tile_plan(const std::vector<AbstractValue>& in, const Params& params) {
