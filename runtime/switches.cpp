@@ -4,7 +4,6 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <sstream>
 
 #include "fluxion/errors.hpp"
@@ -38,7 +37,6 @@ constexpr std::array<Entry, kCount> kTable = {{
 }};
 
 std::atomic<uint32_t> g_disabled{0};
-std::once_flag g_env_once;
 
 uint32_t parse(const std::string& names) {
   uint32_t bits = 0;
@@ -61,11 +59,16 @@ uint32_t parse(const std::string& names) {
   return bits;
 }
 
+/// Reads FLUXION_DISABLE once. A function-local static, not std::call_once: call_once's TLS
+/// trampolines do not resolve in clang-repl (notebooks). A throw (an unknown name) leaves it unread,
+/// so the next query reports it again.
 void read_environment() {
-  std::call_once(g_env_once, [] {
+  static const bool read = [] {
     const char* env = std::getenv("FLUXION_DISABLE");
     if (env) g_disabled.store(parse(env), std::memory_order_relaxed);
-  });
+    return true;
+  }();
+  (void)read;
 }
 
 }  // namespace switches_detail
