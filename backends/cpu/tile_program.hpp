@@ -6,8 +6,9 @@
 /// between a fused gradient group at 1.6x and about 1.1x the hand-fused Eigen loop (measured:
 /// bench/RESULTS.md).
 ///
-/// The operations are the primitives' own (TileOp, set by the primitive); the values are those of
-/// the block kernels' vector path (same Eigen packet functions, backends/cpu/special_functions.hpp).
+/// The operations are the primitives' own (TileOp, derived from the primitive's scalar functor:
+/// cpu::tile_op_of in lowering.hpp); the values are those of the block kernels' vector path (the
+/// same packet functions, backends/cpu/unary_packets.hpp and binary_ops.hpp).
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -15,8 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/binary_ops.hpp"
+#include "backends/cpu/lowering.hpp"
 #include "backends/cpu/unary_packets.hpp"
-#include "fluxion/primitive.hpp"
 
 namespace fluxion::cpu {
 
@@ -129,14 +131,16 @@ FLUXION_TILE_INLINE P unary_packet(const P& x) {
   else return ops::Tanh::packet(x);
 }
 
+/// The binary primitives' own packet forms (backends/cpu/binary_ops.hpp).
 template <TileOp kOp, bool kReversed, class P>
 FLUXION_TILE_INLINE P binary_packet(const P& acc, const P& b) {
+  namespace ops = binary_ops;
   const P& x = kReversed ? b : acc;
   const P& y = kReversed ? acc : b;
-  if constexpr (kOp == TileOp::add) return ei::padd(x, y);
-  else if constexpr (kOp == TileOp::sub) return ei::psub(x, y);
-  else if constexpr (kOp == TileOp::mul) return ei::pmul(x, y);
-  else return ei::pdiv(x, y);
+  if constexpr (kOp == TileOp::add) return ops::Add::packet(x, y);
+  else if constexpr (kOp == TileOp::sub) return ops::Sub::packet(x, y);
+  else if constexpr (kOp == TileOp::mul) return ops::Mul::packet(x, y);
+  else return ops::Div::packet(x, y);
 }
 /// Adds the T partial sums of `n` sum instructions into their double sums and clears them.
 template <class T>
