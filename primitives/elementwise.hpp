@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/elementwise.hpp"
+#include "backends/cpu/lowering.hpp"
 #include "backends/reference/elementwise.hpp"
 #include "fluxion/primitive.hpp"
 

@@ -62,7 +62,7 @@ struct FusedMember {
   int64_t replica_len = 0;
   BlockKernel block = nullptr;
   RowBlockKernel row_block = nullptr;
-  TileOp tile_op = TileOp::none;
+  TileOp tile_op{};
   int64_t row = 0;  // > 0: some inputs are rows operands with runs of `row` elements
   DType in_dtype = f32, out_dtype = f32;
   // A reduce_sum member adds its operand's block into per-output sums (see FusedReduction), kept

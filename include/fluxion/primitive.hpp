@@ -177,10 +177,10 @@ using TileRule = TilePlan (*)(const std::vector<AbstractValue>& inputs, const Pa
 using TileKernel = void (*)(const TilePlan& plan, const std::vector<Tensor>& inputs, int64_t r0, int64_t r1,
                             int64_t c0, int64_t c1, void* out, int64_t ld);
 
-/// The register form of an elementwise primitive in fused tile programs (f32/f64; see
-/// backends/cpu/tile_program.hpp): fused groups whose members all have one keep their values in
-/// vector registers along chains instead of writing each member's block to scratch.
-enum class TileOp : uint8_t { none, neg, exp, log, sqrt, tanh, add, sub, mul, div };
+namespace cpu {
+enum class TileOp : uint8_t;  // backends/cpu/lowering.hpp
+}
+using TileOp = cpu::TileOp;
 
 /// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
 /// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
@@ -202,7 +202,7 @@ class Primitive {
   /// Its row form (RowBlockKernel); nullptr: fused groups materialise broadcasts it reads.
   RowBlockKernel row_block = nullptr;
   /// Its tile-program operation (TileOp::none: groups holding it take the block path).
-  TileOp tile_op = TileOp::none;
+  TileOp tile_op{};
   /// CPU tiled form of the kernel (TileRule, TileKernel); nullptr: always computed whole.
   TileRule tile_plan = nullptr;
   TileKernel tile = nullptr;
