@@ -5,6 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "backends/cpu/binary_ops.hpp"
 #include "backends/cpu/special_functions.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/binary.hpp"
@@ -41,9 +42,9 @@ template <class T> bool is_nan(T x) {
 
 struct Add {
   static constexpr const char* name = "add";
-  static constexpr TileOp tile = TileOp::add;
+  using Packet = cpu::binary_ops::Add;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_add(x, y); else return x + y; }
+  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_add(x, y); else return Packet::one(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a + b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) return wrap_sub(x, wrap_neg(y));
@@ -52,9 +53,9 @@ struct Add {
 };
 struct Sub {
   static constexpr const char* name = "sub";
-  static constexpr TileOp tile = TileOp::sub;
+  using Packet = cpu::binary_ops::Sub;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_sub(x, y); else return x - y; }
+  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_sub(x, y); else return Packet::one(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a - b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) return wrap_add(x, wrap_neg(y));
@@ -63,9 +64,9 @@ struct Sub {
 };
 struct Mul {
   static constexpr const char* name = "mul";
-  static constexpr TileOp tile = TileOp::mul;
+  using Packet = cpu::binary_ops::Mul;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_mul(x, y); else return x * y; }
+  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_mul(x, y); else return Packet::one(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a * b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) {  // |x|*|y| in unsigned, then the sign
@@ -78,7 +79,7 @@ struct Mul {
 };
 struct Div {  // integers: truncating; x/0 = -1, INT_MIN/-1 = INT_MIN
   static constexpr const char* name = "div";
-  static constexpr TileOp tile = TileOp::div;
+  using Packet = cpu::binary_ops::Div;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x, T y) {
     if constexpr (std::is_integral_v<T>) {
@@ -86,7 +87,7 @@ struct Div {  // integers: truncating; x/0 = -1, INT_MIN/-1 = INT_MIN
       if (y == T(-1)) return wrap_neg(x);
       return x / y;
     } else {
-      return x / y;
+      return Packet::one(x, y);
     }
   }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a / b; }
@@ -412,34 +413,30 @@ void rem_jvp(const Primitive& self, const std::vector<Tensor>& primals, const st
   tangents_out[0] = add_tangents(tangents[0], dy, primals_out[0].shape());
 }
 
-Primitive with_binary_rules(Primitive p, JvpRule jvp, TransposeRule transpose = nullptr) {
-  p.jvp = jvp;
-  p.transpose = transpose;
-  return p;
-}
-
-#define FLUXION_BINARY(fn, Op, traits, ...)                                  \
-  const Primitive& fn##_p() {                                                \
-    static const Primitive p = with_binary_rules(make_binary<Op>(traits), __VA_ARGS__); \
-    return p;                                                                \
+// Each handle: the Op's builder (binary_builder: shape, kernels, CPU lowering, batching) plus its
+// traits and differentiation rules.
+#define FLUXION_BINARY(fn, Op, rules)                                \
+  const Primitive& fn##_p() {                                        \
+    static const Primitive& p = binary_builder<Op>() rules.build(); \
+    return p;                                                        \
   }
-FLUXION_BINARY(add, Add, elementwise_traits(/*linear=*/true, /*commutative=*/true), &add_jvp, &add_transpose)
-FLUXION_BINARY(sub, Sub, elementwise_traits(/*linear=*/true), &sub_jvp, &sub_transpose)
-FLUXION_BINARY(mul, Mul, elementwise_traits(false, /*commutative=*/true), &mul_jvp, &mul_transpose)
-FLUXION_BINARY(div, Div, elementwise_traits(), &div_jvp, &div_transpose)
-FLUXION_BINARY(pow, Pow, elementwise_traits(), &pow_jvp)
-FLUXION_BINARY(max, Max, elementwise_traits(false, true), &minmax_jvp)
-FLUXION_BINARY(min, Min, elementwise_traits(false, true), &minmax_jvp)
-FLUXION_BINARY(atan2, Atan2, elementwise_traits(), &atan2_jvp)
-FLUXION_BINARY(rem, Rem, elementwise_traits(), &rem_jvp)
-FLUXION_BINARY(lt, Lt, elementwise_traits(), &zero_jvp_rule)
-FLUXION_BINARY(le, Le, elementwise_traits(), &zero_jvp_rule)
-FLUXION_BINARY(gt, Gt, elementwise_traits(), &zero_jvp_rule)
-FLUXION_BINARY(ge, Ge, elementwise_traits(), &zero_jvp_rule)
-FLUXION_BINARY(eq, Eq, elementwise_traits(false, true), &zero_jvp_rule)
-FLUXION_BINARY(ne, Ne, elementwise_traits(false, true), &zero_jvp_rule)
-FLUXION_BINARY(logical_and, And, elementwise_traits(false, true), &zero_jvp_rule)
-FLUXION_BINARY(logical_or, Or, elementwise_traits(false, true), &zero_jvp_rule)
+FLUXION_BINARY(add, Add, .linear().commutative().jvp(&add_jvp).transpose(&add_transpose))
+FLUXION_BINARY(sub, Sub, .linear().jvp(&sub_jvp).transpose(&sub_transpose))
+FLUXION_BINARY(mul, Mul, .commutative().jvp(&mul_jvp).transpose(&mul_transpose))
+FLUXION_BINARY(div, Div, .jvp(&div_jvp).transpose(&div_transpose))
+FLUXION_BINARY(pow, Pow, .jvp(&pow_jvp))
+FLUXION_BINARY(max, Max, .commutative().jvp(&minmax_jvp))
+FLUXION_BINARY(min, Min, .commutative().jvp(&minmax_jvp))
+FLUXION_BINARY(atan2, Atan2, .jvp(&atan2_jvp))
+FLUXION_BINARY(rem, Rem, .jvp(&rem_jvp))
+FLUXION_BINARY(lt, Lt, .jvp(&zero_jvp_rule))
+FLUXION_BINARY(le, Le, .jvp(&zero_jvp_rule))
+FLUXION_BINARY(gt, Gt, .jvp(&zero_jvp_rule))
+FLUXION_BINARY(ge, Ge, .jvp(&zero_jvp_rule))
+FLUXION_BINARY(eq, Eq, .commutative().jvp(&zero_jvp_rule))
+FLUXION_BINARY(ne, Ne, .commutative().jvp(&zero_jvp_rule))
+FLUXION_BINARY(logical_and, And, .commutative().jvp(&zero_jvp_rule))
+FLUXION_BINARY(logical_or, Or, .commutative().jvp(&zero_jvp_rule))
 #undef FLUXION_BINARY
 
 }  // namespace binary_family

@@ -134,7 +134,7 @@ void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std
 }
 #endif
 
-// The block kernel of fused groups (BlockKernel): the CPU kernel's conversion over a block; a
+// The block kernel of fused steps (cpu::BlockKernel): the CPU kernel's conversion over a block; a
 // scalar input is converted once and fills the block.
 void convert_block(DType from, const void* const* in, const bool* scalar, void* out, int64_t n, DType to) {
   if (scalar[0] || kLightKernels) {
@@ -239,44 +239,39 @@ void convert_transpose(const Primitive&, const std::vector<Tensor>& cts_out, con
   cts_in[0] = lax::convert_element_type(cts_out[0], in_avals[0].dtype);
 }
 
-const Primitive& select_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "select";
-    q.traits = elementwise_traits(/*linear=*/true);  // linear in on_true and on_false (pred is bool)
-    q.shape_rule = &select_shape_rule;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &select_reference_kernel;
 #if FLUXION_LIGHT_KERNELS
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &select_reference_kernel;
+constexpr Kernel kSelectCpu = &select_reference_kernel;
+constexpr Kernel kConvertCpu = &convert_reference_kernel;
 #else
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &select_cpu_kernel;
+constexpr Kernel kSelectCpu = &select_cpu_kernel;
+constexpr Kernel kConvertCpu = &convert_cpu_kernel;
 #endif
-    q.jvp = &select_jvp;
-    q.transpose = &select_transpose;
-    q.batch = &select_batch;
-    return q;
-  }();
+
+const Primitive& select_p() {
+  static const Primitive& p = define_primitive("select")
+                                  .elementwise()
+                                  .linear()  // in on_true and on_false (pred is bool)
+                                  .shape(&select_shape_rule)
+                                  .reference(&select_reference_kernel)
+                                  .cpu(kSelectCpu)
+                                  .jvp(&select_jvp)
+                                  .transpose(&select_transpose)
+                                  .batch(&select_batch)
+                                  .build();
   return p;
 }
 
 const Primitive& convert_element_type_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "convert_element_type";
-    q.traits = elementwise_traits();  // linear only float -> float, so not marked linear
-    q.shape_rule = &convert_shape_rule;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &convert_reference_kernel;
-#if FLUXION_LIGHT_KERNELS
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &convert_reference_kernel;
-#else
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &convert_cpu_kernel;
-#endif
-    q.block = &convert_block;
-    q.jvp = &convert_jvp;
-    q.transpose = &convert_transpose;
-    q.batch = &elementwise_batch_rule;
-    return q;
-  }();
+  static const Primitive& p = define_primitive("convert_element_type")
+                                  .elementwise()  // linear only float -> float, so not marked linear
+                                  .shape(&convert_shape_rule)
+                                  .reference(&convert_reference_kernel)
+                                  .cpu(kConvertCpu)
+                                  .cpu_lowering({&convert_block})
+                                  .jvp(&convert_jvp)
+                                  .transpose(&convert_transpose)
+                                  .batch(&elementwise_batch_rule)
+                                  .build();
   return p;
 }
 

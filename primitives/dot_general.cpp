@@ -122,9 +122,9 @@ void dot_general_kernel(const std::vector<Tensor>& in, const Params& params, std
 // re-reading an output that stays in cache anyway (the planner asks only for large outputs).
 constexpr double kTileWork = 1 << 20;
 
-TilePlan dot_general_tile_plan(const std::vector<AbstractValue>& in, const Params& params) {
+cpu::TilePlan dot_general_tile_plan(const std::vector<AbstractValue>& in, const Params& params) {
   const auto& p = params.as<DotGeneralParams>();
-  TilePlan plan;
+  cpu::TilePlan plan;
   if (in.size() != 2 || (in[0].dtype != f32 && in[0].dtype != f64)) return plan;
   const cpu::gemm_detail::MatrixView v =
       cpu::gemm_detail::matrix_view(in[0].shape.dims(), in[1].shape.dims(), p.contract, p.batch);
@@ -134,7 +134,7 @@ TilePlan dot_general_tile_plan(const std::vector<AbstractValue>& in, const Param
   return plan;
 }
 
-void dot_general_tile(const TilePlan& plan, const std::vector<Tensor>& in, int64_t r0, int64_t r1, int64_t c0,
+void dot_general_tile(const cpu::TilePlan& plan, const std::vector<Tensor>& in, int64_t r0, int64_t r1, int64_t c0,
                       int64_t c1, void* out, int64_t ld) {
   cpu::gemm_detail::MatrixView v;
   v.ok = true, v.trans_a = plan.data[0] != 0, v.trans_b = plan.data[1] != 0;
@@ -275,23 +275,24 @@ void dot_general_batch(const Primitive& self, const std::vector<Tensor>& values,
   out_dims = {od};
 }
 
-const Primitive& dot_general_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "dot_general";
-    q.traits.linear = true;  // bilinear: linear in each operand
-    q.shape_rule = &dot_general_shape_rule;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &dot_general_kernel<true>;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &dot_general_kernel<kLightKernels>;
-    q.jvp = &dot_general_jvp;
-    q.transpose = &dot_general_transpose;
-    q.batch = &dot_general_batch;
-#if !FLUXION_LIGHT_KERNELS
-    q.tile_plan = &dot_general_tile_plan;
-    q.tile = &dot_general_tile;
+#if FLUXION_LIGHT_KERNELS
+constexpr cpu::Lowering kDotGeneralCpuLowering{};
+#else
+constexpr cpu::Lowering kDotGeneralCpuLowering{nullptr, nullptr, cpu::TileOp::none, &dot_general_tile_plan,
+                                               &dot_general_tile};
 #endif
-    return q;
-  }();
+
+const Primitive& dot_general_p() {
+  static const Primitive& p = define_primitive("dot_general")
+                                  .linear()  // bilinear: linear in each operand
+                                  .shape(&dot_general_shape_rule)
+                                  .reference(&dot_general_kernel<true>)
+                                  .cpu(&dot_general_kernel<kLightKernels>)
+                                  .cpu_lowering(kDotGeneralCpuLowering)
+                                  .jvp(&dot_general_jvp)
+                                  .transpose(&dot_general_transpose)
+                                  .batch(&dot_general_batch)
+                                  .build();
   return p;
 }
 

@@ -5,16 +5,17 @@
 ///   template <class T> static R scalar(T...);     // shared CPU/CUDA scalar functor
 ///   template <class A> static auto array(A...);   // optional vectorised Eigen form
 ///   template <class T> static R reference(T...);  // the spec, computed independently
-///   static constexpr TileOp tile;                 // optional: its form in fused register programs
+///   using Packet = F;                             // optional: the CPU functor its float forms apply
+///                                                 // (its fused register-program form derives from it)
 /// R is T, or bool for predicates.
 #pragma once
 #include <type_traits>
 #include <vector>
 
 #include "backends/cpu/elementwise.hpp"
-#include "backends/cpu/lowering.hpp"
 #include "backends/reference/elementwise.hpp"
 #include "fluxion/primitive.hpp"
+#include "primitives/builder.hpp"
 
 namespace fluxion::primitives {
 
@@ -31,12 +32,6 @@ template <class Op, int Arity> DType elementwise_result_dtype(DType d) {
     }
   });
 }
-
-/// Op::tile (a TileOp) when the Op struct declares one, else TileOp::none.
-template <class Op, class = void> struct tile_op_of { static constexpr TileOp value = TileOp::none; };
-template <class Op> struct tile_op_of<Op, std::void_t<decltype(Op::tile)>> {
-  static constexpr TileOp value = Op::tile;
-};
 
 /// Checks the input count; ShapeError naming the primitive otherwise.
 void check_arity(const Primitive& self, const std::vector<AbstractValue>& in, size_t expected);
@@ -59,15 +54,6 @@ template <class Op> std::vector<AbstractValue> binary_shape_rule(const Primitive
   check_dtype_in(self, in[1], Op::dtypes);
   Shape s = elementwise_binary_shape(self, in[0], in[1]);
   return {AbstractValue{std::move(s), elementwise_result_dtype<Op, 2>(in[0].dtype)}};
-}
-
-/// Traits of an elementwise primitive.
-inline Traits elementwise_traits(bool linear = false, bool commutative = false) {
-  Traits t;
-  t.elementwise = true;
-  t.linear = linear;
-  t.commutative = commutative;
-  return t;
 }
 
 /// A rank-0 tensor of `like`'s dtype holding `value` (constants inside derivative rules).
@@ -105,35 +91,42 @@ template <class Op> void unary_jvp_rule(const Primitive& self, const std::vector
   tangents_out = {Op::derivative(primals[0], primals_out[0], tangents[0])};
 }
 
-/// A unary elementwise primitive from its Op struct.
-template <class Op> Primitive make_unary(Traits traits = elementwise_traits()) {
-  Primitive p;
-  p.name = Op::name;
-  p.traits = traits;
-  p.shape_rule = &unary_shape_rule<Op>;
-  p.kernels[static_cast<size_t>(Backend::reference)] = &reference::unary_kernel<Op>;
-  if constexpr (kLightKernels) p.kernels[static_cast<size_t>(Backend::cpu)] = &reference::unary_kernel<Op>;
-  else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::unary_kernel<Op>;
-  p.block = &cpu::unary_block<Op>;
-  p.tile_op = tile_op_of<Op>::value;
-  p.batch = &elementwise_batch_rule;
-  return p;
+/// The CPU kernels of an elementwise Op: the Eigen ones, or the reference loops with light kernels
+/// (whose point is not to instantiate the Eigen ones).
+template <class Op> constexpr Kernel cpu_unary_kernel() {
+  if constexpr (kLightKernels) return &reference::unary_kernel<Op>;
+  else return &cpu::unary_kernel<Op>;
+}
+template <class Op> constexpr Kernel cpu_binary_kernel() {
+  if constexpr (kLightKernels) return &reference::binary_kernel<Op>;
+  else return &cpu::binary_kernel<Op>;
 }
 
-/// A binary elementwise primitive from its Op struct.
-template <class Op> Primitive make_binary(Traits traits = elementwise_traits()) {
-  Primitive p;
-  p.name = Op::name;
-  p.traits = traits;
-  p.shape_rule = &binary_shape_rule<Op>;
-  p.kernels[static_cast<size_t>(Backend::reference)] = &reference::binary_kernel<Op>;
-  if constexpr (kLightKernels) p.kernels[static_cast<size_t>(Backend::cpu)] = &reference::binary_kernel<Op>;
-  else p.kernels[static_cast<size_t>(Backend::cpu)] = &cpu::binary_kernel<Op>;
-  p.block = &cpu::binary_block<Op>;
-  p.row_block = &cpu::binary_row_block<Op>;
-  p.tile_op = tile_op_of<Op>::value;
-  p.batch = &elementwise_batch_rule;
-  return p;
+/// The builder of a unary elementwise primitive from its Op struct: shape rule, kernels, CPU
+/// lowering (block kernel, register-program operation) and batching rule; the caller adds traits
+/// beyond elementwise and the differentiation rules.
+template <class Op> PrimitiveBuilder unary_builder() {
+  PrimitiveBuilder b(Op::name);
+  b.elementwise()
+      .shape(&unary_shape_rule<Op>)
+      .reference(&reference::unary_kernel<Op>)
+      .cpu(cpu_unary_kernel<Op>())
+      .cpu_lowering({&cpu::unary_block<Op>, nullptr, cpu::tile_op_of<Op>::value})
+      .batch(&elementwise_batch_rule);
+  return b;
+}
+
+/// The builder of a binary elementwise primitive from its Op struct (as unary_builder, with the
+/// row form of its block kernel).
+template <class Op> PrimitiveBuilder binary_builder() {
+  PrimitiveBuilder b(Op::name);
+  b.elementwise()
+      .shape(&binary_shape_rule<Op>)
+      .reference(&reference::binary_kernel<Op>)
+      .cpu(cpu_binary_kernel<Op>())
+      .cpu_lowering({&cpu::binary_block<Op>, &cpu::binary_row_block<Op>, cpu::tile_op_of<Op>::value})
+      .batch(&elementwise_batch_rule);
+  return b;
 }
 
 }  // namespace fluxion::primitives

@@ -29,13 +29,14 @@ namespace ops = cpu::unary_ops;  // backends/cpu/unary_packets.hpp
 /// Op::scalar and Op::array of a floating-point primitive from its packet operation F: one value
 /// is lane 0 of F's packet form, so every kernel path gives the vector body's bits.
 template <class F> struct PacketForm {
+  using Packet = F;
   template <class T> static T scalar(T x) { return ops::apply_one<F>(x); }
   template <class A> static auto array(const A& a) { return ops::apply_array<F>(a); }
 };
 
 struct Neg {
   static constexpr const char* name = "neg";
-  static constexpr TileOp tile = TileOp::neg;
+  using Packet = ops::Neg;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return ops::apply_one<ops::Neg>(x); }
   template <class A> static auto array(const A& a) {
@@ -65,14 +66,12 @@ struct Tan {
 };
 struct Exp : PacketForm<ops::Exp> {  // 0 below -87 (f32) and -708 (f64): backends/cpu/special_functions.hpp
   static constexpr const char* name = "exp";
-  static constexpr TileOp tile = TileOp::exp;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::exp(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, y); }
 };
 struct Log : PacketForm<ops::Log> {
   static constexpr const char* name = "log";
-  static constexpr TileOp tile = TileOp::log;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::log(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, x); }
@@ -91,7 +90,6 @@ struct Expm1 : PacketForm<ops::Expm1> {
 };
 struct Sqrt : PacketForm<ops::Sqrt> {
   static constexpr const char* name = "sqrt";
-  static constexpr TileOp tile = TileOp::sqrt;
   static constexpr DTypeSet dtypes = kFloating;
   // IEEE's correctly rounded sqrt in T: a long-double root rounded again to f64 is not always.
   template <class T> static T reference(T x) { return std::sqrt(x); }
@@ -105,7 +103,6 @@ struct Rsqrt : PacketForm<ops::Rsqrt> {
 };
 struct Tanh : PacketForm<ops::Tanh> {
   static constexpr const char* name = "tanh";
-  static constexpr TileOp tile = TileOp::tanh;
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::tanh(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sub(scalar_like(y, 1), lax::mul(y, y))); }
@@ -180,51 +177,41 @@ struct StopGradient {  // identity whose derivative is zero; eager evaluation is
   template <class T> static T reference(T x) { return x; }
 };
 
-Traits view_traits() {
-  Traits t = elementwise_traits();
-  t.view = true;
-  return t;
-}
-
-// Attaches the differentiation rules. Non-differentiable primitives (floor, sign, ...) get
-// zero_jvp_rule, like JAX; stop_gradient too, which is the point of it.
-Primitive with_rules(Primitive p, JvpRule jvp, TransposeRule transpose = nullptr) {
-  p.jvp = jvp;
-  p.transpose = transpose;
-  return p;
-}
-
 // neg is its own transpose.
 void neg_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
                    const std::vector<AbstractValue>&, const Params&, std::vector<Tensor>& cts_in) {
   cts_in[0] = cts_out[0].defined() ? lax::neg(cts_out[0]) : Tensor();
 }
 
-#define FLUXION_UNARY(fn, Op, traits, ...)                                   \
-  const Primitive& fn##_p() {                                                \
-    static const Primitive p = with_rules(make_unary<Op>(traits), __VA_ARGS__); \
-    return p;                                                                \
+// Each handle: the Op's builder (unary_builder: shape, kernels, CPU lowering, batching) plus its
+// traits and differentiation rules. Non-differentiable primitives (floor, sign, ...) get
+// zero_jvp_rule, like JAX; stop_gradient too, which is the point of it (and its eager form is a
+// view).
+#define FLUXION_UNARY(fn, Op, rules)                                \
+  const Primitive& fn##_p() {                                       \
+    static const Primitive& p = unary_builder<Op>() rules.build(); \
+    return p;                                                       \
   }
-FLUXION_UNARY(neg, Neg, elementwise_traits(/*linear=*/true), &linear_jvp_rule, &neg_transpose)
-FLUXION_UNARY(sin, Sin, elementwise_traits(), &unary_jvp_rule<Sin>)
-FLUXION_UNARY(cos, Cos, elementwise_traits(), &unary_jvp_rule<Cos>)
-FLUXION_UNARY(tan, Tan, elementwise_traits(), &unary_jvp_rule<Tan>)
-FLUXION_UNARY(exp, Exp, elementwise_traits(), &unary_jvp_rule<Exp>)
-FLUXION_UNARY(log, Log, elementwise_traits(), &unary_jvp_rule<Log>)
-FLUXION_UNARY(log1p, Log1p, elementwise_traits(), &unary_jvp_rule<Log1p>)
-FLUXION_UNARY(expm1, Expm1, elementwise_traits(), &unary_jvp_rule<Expm1>)
-FLUXION_UNARY(sqrt, Sqrt, elementwise_traits(), &unary_jvp_rule<Sqrt>)
-FLUXION_UNARY(rsqrt, Rsqrt, elementwise_traits(), &unary_jvp_rule<Rsqrt>)
-FLUXION_UNARY(tanh, Tanh, elementwise_traits(), &unary_jvp_rule<Tanh>)
-FLUXION_UNARY(logistic, Logistic, elementwise_traits(), &unary_jvp_rule<Logistic>)
-FLUXION_UNARY(abs, Abs, elementwise_traits(), &unary_jvp_rule<Abs>)
-FLUXION_UNARY(sign, Sign, elementwise_traits(), &zero_jvp_rule)
-FLUXION_UNARY(floor, Floor, elementwise_traits(), &zero_jvp_rule)
-FLUXION_UNARY(ceil, Ceil, elementwise_traits(), &zero_jvp_rule)
-FLUXION_UNARY(round, Round, elementwise_traits(), &zero_jvp_rule)
-FLUXION_UNARY(round_nearest_even, RoundNearestEven, elementwise_traits(), &zero_jvp_rule)
-FLUXION_UNARY(logical_not, Not, elementwise_traits(), &zero_jvp_rule)
-FLUXION_UNARY(stop_gradient, StopGradient, view_traits(), &zero_jvp_rule)
+FLUXION_UNARY(neg, Neg, .linear().jvp(&linear_jvp_rule).transpose(&neg_transpose))
+FLUXION_UNARY(sin, Sin, .jvp(&unary_jvp_rule<Sin>))
+FLUXION_UNARY(cos, Cos, .jvp(&unary_jvp_rule<Cos>))
+FLUXION_UNARY(tan, Tan, .jvp(&unary_jvp_rule<Tan>))
+FLUXION_UNARY(exp, Exp, .jvp(&unary_jvp_rule<Exp>))
+FLUXION_UNARY(log, Log, .jvp(&unary_jvp_rule<Log>))
+FLUXION_UNARY(log1p, Log1p, .jvp(&unary_jvp_rule<Log1p>))
+FLUXION_UNARY(expm1, Expm1, .jvp(&unary_jvp_rule<Expm1>))
+FLUXION_UNARY(sqrt, Sqrt, .jvp(&unary_jvp_rule<Sqrt>))
+FLUXION_UNARY(rsqrt, Rsqrt, .jvp(&unary_jvp_rule<Rsqrt>))
+FLUXION_UNARY(tanh, Tanh, .jvp(&unary_jvp_rule<Tanh>))
+FLUXION_UNARY(logistic, Logistic, .jvp(&unary_jvp_rule<Logistic>))
+FLUXION_UNARY(abs, Abs, .jvp(&unary_jvp_rule<Abs>))
+FLUXION_UNARY(sign, Sign, .jvp(&zero_jvp_rule))
+FLUXION_UNARY(floor, Floor, .jvp(&zero_jvp_rule))
+FLUXION_UNARY(ceil, Ceil, .jvp(&zero_jvp_rule))
+FLUXION_UNARY(round, Round, .jvp(&zero_jvp_rule))
+FLUXION_UNARY(round_nearest_even, RoundNearestEven, .jvp(&zero_jvp_rule))
+FLUXION_UNARY(logical_not, Not, .jvp(&zero_jvp_rule))
+FLUXION_UNARY(stop_gradient, StopGradient, .view().jvp(&zero_jvp_rule))
 #undef FLUXION_UNARY
 
 }  // namespace unary_family

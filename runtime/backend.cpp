@@ -28,6 +28,11 @@ std::array<std::atomic<const PlanRunner*>, kNumBackends>& runners() {
 
 }  // namespace backend_detail
 
+const Lowering& PlanRunner::lowering() const {
+  static const Lowering nothing;
+  return nothing;
+}
+
 const PlanRunner& plan_runner(Backend backend) {
   const PlanRunner* runner = backend_detail::runners()[static_cast<size_t>(backend)].load(std::memory_order_acquire);
   if (!runner)

@@ -3,20 +3,25 @@
 ///
 /// A backend fills three slots:
 ///  1. Kernel table: Primitive::kernels[backend], one Kernel per primitive (eager evaluation and
-///     the plan's kernel steps call it; Step::fn is that entry for the plan's backend).
-///  2. Lowering table: how the plan's fused and tiled steps become the backend's own kernels.
-///     PlanRunner::lower runs once per plan, after planning, and may attach a StepLowering to a
-///     step (CPU: register programs, backends/cpu/tile_program_compiler.hpp, and the per-member
-///     block, row and tile kernels; CUDA: one generated kernel per fused step).
+///     the plan's kernel steps call it; Step::fn is that entry for the plan's backend). Filled by
+///     each primitive's builder (`.cpu(...)`, `.cuda(...)`: primitives/builder.hpp).
+///  2. Lowering table: what a primitive can become inside the backend's fused and tiled steps.
+///     Planning asks only through Lowering (below, PlanRunner::lowering): which equations may
+///     join a fused step, which products may be computed tile by tile, whether independent kernels
+///     may run side by side. The backend keeps its own per-primitive entries (CPU:
+///     backends/cpu/lowering.hpp, filed by the builder's `.cpu_lowering(...)`), and
+///     PlanRunner::lower attaches the backend's form to each step once per plan (CPU: per-member
+///     block and row kernels, the tiled product's kernel, register programs; CUDA: one generated
+///     kernel per fused step).
 ///  3. Plan runner: PlanRunner::run executes every step of a plan on a RunState, in order.
 ///     Kernel, fused, side-by-side, view and empty steps all reach it; a runner may ignore what
 ///     it does not exploit (a fused step is also its equations, Step::group, in program order).
 ///
-/// Planning (runtime/) reads only the Jaxpr, the primitives' traits and the switches; it never
-/// calls a kernel. The Executable (runtime/executable.hpp) plans, lowers through the runner of its
-/// device's backend, and calls that runner's run for every call. The CPU runner is built in
-/// (backends/cpu/plan_runner.hpp); set_plan_runner replaces or adds one (tests/test_backend_seam.cpp
-/// runs plans through a toy runner of reference kernels).
+/// Planning (runtime/) reads only the Jaxpr, the primitives' traits, the switches and the plan
+/// backend's Lowering; it never calls a kernel. The Executable (runtime/executable.hpp) plans,
+/// lowers through the runner of its device's backend, and calls that runner's run for every call.
+/// The CPU runner is built in (backends/cpu/plan_runner.hpp); set_plan_runner replaces or adds one
+/// (tests/test_backend_seam.cpp runs plans through a toy runner of reference kernels).
 #pragma once
 #include <memory>
 #include <string>
@@ -25,6 +30,32 @@
 #include "runtime/plan.hpp"
 
 namespace fluxion::runtime {
+
+/// Slot 2 as planning sees it: what the backend can make of an equation beyond one kernel call.
+/// Every answer defaults to "nothing", which plans each equation as its own kernel step.
+class Lowering {
+ public:
+  virtual ~Lowering() = default;
+  /// Equations of `p` (elementwise, one output, inputs of the output's shape or rank 0, one
+  /// dtype) may be members of a fused step.
+  virtual bool fuses(const Primitive& /*p*/) const { return false; }
+  /// ...and may read an operand broadcast along trailing dims one value per run of elements
+  /// (FusedOperand::rows) instead of the materialised broadcast.
+  virtual bool fuses_rows(const Primitive& /*p*/) const { return false; }
+  /// broadcast_in_dim equations may be fused (read by index mapping), and reduce_sum equations
+  /// over contiguous axes may end a fused step (per-output sums of its blocks).
+  virtual bool fuses_broadcasts_and_sums() const { return false; }
+  /// Independent kernel steps may run side by side, one per thread, in rounds.
+  virtual bool runs_side_by_side() const { return false; }
+  /// Multiply-adds from which a kernel spreads itself over the threads (side-by-side cost model).
+  virtual double threaded_work() const { return 1e300; }
+  /// The matrix view (m x n output, k reads per element) of an equation of `p` computed tile by
+  /// tile inside the fused step reading it; m == 0 when it cannot be.
+  virtual TileView tile_view(const Primitive& /*p*/, const std::vector<AbstractValue>& /*in*/,
+                             const Params& /*params*/) const {
+    return {};
+  }
+};
 
 /// A runner's working memory for one RunState (CPU: scratch blocks, row-sum accumulators, tile
 /// buffers), made once per state and reused by every call that takes the state.
@@ -49,6 +80,8 @@ class PlanRunner {
  public:
   virtual ~PlanRunner() = default;
   virtual const char* name() const = 0;
+  /// The lowering slot as planning sees it (the default lowers nothing: kernel steps only).
+  virtual const Lowering& lowering() const;
   /// The lowering slot: attaches the backend's form of fused and tiled steps (Step::lowering).
   /// Runs once per plan; reads switches here, never per call.
   virtual void lower(Plan& /*plan*/) const {}

@@ -2,11 +2,13 @@
 // slots (recycled after their last reader) and row reads; then the flags the block loop reads.
 #include "runtime/fused_step.hpp"
 
+#include "runtime/backend.hpp"
 #include "runtime/switches.hpp"
 
 namespace fluxion::runtime {
 
-Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside) {
+Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside,
+                     const Lowering& lowering) {
   Step step;
   step.type = Step::fused;
   for (int32_t eq : group) step.group.push_back(&j.equations[eq]);
@@ -29,7 +31,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     }
     return external_index[v];
   };
-  const RowReads rows = fused_row_reads(j, group);
+  const RowReads rows = fused_row_reads(j, group, lowering);
   for (size_t m = 0; m < group.size(); ++m) {
     const Equation& e = j.equations[group[m]];
     // A broadcast whose readers all read its rows, in the group only, never runs.
@@ -38,9 +40,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
       continue;
     }
     FusedMember member;
-    member.block = e.primitive->block;
-    member.row_block = e.primitive->row_block;
-    member.tile_op = e.primitive->tile_op;
+    member.eqn = &e;
     member.in_dtype = j.aval_of(e.inputs[0]).dtype;
     member.out_dtype = j.avals[e.outputs[0]].dtype;
     if (const std::optional<FusedReduction> layout = fusible_reduction(j, e); layout && m > 0) {
@@ -126,10 +126,10 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
   return step;
 }
 
-bool parallel_single(const Jaxpr& j, const Equation& e, Backend backend) {
-  return backend == Backend::cpu && max_threads() > 1 && e.primitive->traits.elementwise && !e.primitive->traits.view &&
-         e.outputs.size() == 1 && j.avals[e.outputs[0]].shape.num_elements() >= kParallelElements &&
-         fusible(j, e, backend);
+bool parallel_single(const Jaxpr& j, const Equation& e, const Lowering& lowering) {
+  return lowering.runs_side_by_side() && max_threads() > 1 && e.primitive->traits.elementwise &&
+         !e.primitive->traits.view && e.outputs.size() == 1 &&
+         j.avals[e.outputs[0]].shape.num_elements() >= kParallelElements && fusible(j, e, lowering);
 }
 
 }  // namespace fluxion::runtime

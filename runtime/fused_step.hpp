@@ -9,11 +9,12 @@ namespace fluxion::runtime {
 /// nonzero when variable v is read outside the group (another step or a Jaxpr output): such values
 /// are written to external buffers, the others live in scratch slots. Short periodic operands of
 /// large groups get replicas unless Switch::replicas is off.
-Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside);
+Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside,
+                     const Lowering& lowering);
 
 /// True when equation `e`, alone in its fusion group, still runs as a fused step of one member: an
 /// elementwise operation large enough (kParallelElements) to split over the threads, which its
 /// kernel would not do.
-bool parallel_single(const Jaxpr& j, const Equation& e, Backend backend);
+bool parallel_single(const Jaxpr& j, const Equation& e, const Lowering& lowering);
 
 }  // namespace fluxion::runtime

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "primitives/reduction.hpp"
+#include "runtime/backend.hpp"
 #include "primitives/shape.hpp"
 
 namespace fluxion::runtime {
@@ -42,10 +43,10 @@ std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equati
   return r;
 }
 
-bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend) {
+bool fusible(const Jaxpr& jaxpr, const Equation& e, const Lowering& lowering) {
   const Primitive& p = *e.primitive;
-  if (backend == Backend::cpu && is_fusible_broadcast(jaxpr, e)) return true;
-  if (backend != Backend::cpu || !p.traits.elementwise || p.traits.view || !p.block) return false;
+  if (lowering.fuses_broadcasts_and_sums() && is_fusible_broadcast(jaxpr, e)) return true;
+  if (!p.traits.elementwise || p.traits.view || !lowering.fuses(p)) return false;
   if (e.outputs.size() != 1 || e.inputs.size() > 4) return false;  // 4: the plan's kMaxFusedInputs
   const Shape& out = jaxpr.avals[e.outputs[0]].shape;
   if (out.num_elements() == 0) return false;
@@ -107,7 +108,7 @@ int64_t row_run_of(const Jaxpr& jaxpr, const Equation& e) {
 /// the fusible equation computing its operand: a product reading that operand first would close
 /// the group before the sum could join it, and the sum would be a separate pass over its operand
 /// (measured: bench/RESULTS.md). A sum reads one value, so the order stays valid.
-std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, Backend backend) {
+std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, const Lowering& lowering) {
   const auto count = static_cast<int32_t>(jaxpr.equations.size());
   std::vector<int32_t> order;
   order.reserve(static_cast<size_t>(count));
@@ -115,10 +116,10 @@ std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, Backend backend) {
   std::vector<std::vector<int32_t>> sums_of(jaxpr.avals.size());
   for (int32_t i = 0; i < count; ++i) {
     const Equation& e = jaxpr.equations[i];
-    if (backend == Backend::cpu && fusible_reduction(jaxpr, e) && computed_in_group[e.inputs[0].var]) {
+    if (lowering.fuses_broadcasts_and_sums() && fusible_reduction(jaxpr, e) && computed_in_group[e.inputs[0].var]) {
       sums_of[e.inputs[0].var].push_back(i);
       moved[static_cast<size_t>(i)] = true;
-    } else if (fusible(jaxpr, e, backend)) {
+    } else if (fusible(jaxpr, e, lowering)) {
       for (int32_t v : e.outputs) computed_in_group[v] = true;
     }
   }
@@ -131,7 +132,7 @@ std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, Backend backend) {
 }
 }  // namespace fusion_detail
 
-RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group) {
+RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group, const Lowering& lowering) {
   RowReads r;
   r.row.assign(jaxpr.avals.size(), 0);
   r.source.assign(jaxpr.avals.size(), -1);
@@ -147,7 +148,7 @@ RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group) 
   }
   for (size_t m = 0; m < group.size(); ++m) {
     const Equation& e = jaxpr.equations[group[m]];
-    bool any = false, ok = e.primitive->row_block != nullptr;  // never broadcasts or reductions
+    bool any = false, ok = lowering.fuses_rows(*e.primitive);  // never broadcasts or reductions
     int64_t run = 0;
     for (const Atom& a : e.inputs) {
       if (a.is_literal() || r.row[a.var] == 0) continue;
@@ -163,7 +164,7 @@ RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group) 
   return r;
 }
 
-std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend backend) {
+std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, const Lowering& lowering) {
   std::vector<std::vector<int32_t>> steps;
   // Open groups by output shape; group_of[var] is the open group producing var (-1: none).
   std::map<std::vector<int64_t>, std::vector<int32_t>> open;
@@ -182,11 +183,11 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
   // Outputs of reductions that end a group: readers always wait for the whole group.
   std::vector<bool> reduced(jaxpr.avals.size(), false);
   int next_id = 0;
-  for (int32_t i : fusion_detail::reductions_first(jaxpr, backend)) {
+  for (int32_t i : fusion_detail::reductions_first(jaxpr, lowering)) {
     const Equation& e = jaxpr.equations[i];
     // A sum (fusible_reduction) of a value computed by an open group joins it (the group keeps
     // per-output sums instead of writing the value out for a separate reduction kernel).
-    if (backend == Backend::cpu && fusible_reduction(jaxpr, e) && open_id[e.inputs[0].var] >= 0) {
+    if (lowering.fuses_broadcasts_and_sums() && fusible_reduction(jaxpr, e) && open_id[e.inputs[0].var] >= 0) {
       const int id = open_id[e.inputs[0].var];
       auto it = ids.find(jaxpr.aval_of(e.inputs[0]).shape.dims());
       if (it != ids.end() && it->second == id) {
@@ -196,7 +197,7 @@ std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend b
         continue;
       }
     }
-    const bool fuse = fusible(jaxpr, e, backend);
+    const bool fuse = fusible(jaxpr, e, lowering);
     std::vector<int64_t> key;
     if (fuse) key = jaxpr.avals[e.outputs[0]].shape.dims();
     // Values read from other open groups must be computed first: close those groups.

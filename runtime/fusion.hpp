@@ -7,12 +7,16 @@
 #include "fluxion/jaxpr.hpp"
 
 namespace fluxion::runtime {
+class Lowering;
+}
+
+namespace fluxion::runtime {
 
 /// The execution order of `jaxpr`'s equations as steps: each step lists equation indices, one
-/// for a plain kernel call, several for a fused group. A group holds elementwise equations with a
-/// block kernel and the same output shape (rank-0 operands broadcast); each of its members runs
+/// for a plain kernel call, several for a fused group. A group holds equations the backend fuses
+/// (`lowering`) with the same output shape (rank-0 operands broadcast); each of its members runs
 /// after its inputs, and every equation reading a group's value runs after the group.
-std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, Backend backend);
+std::vector<std::vector<int32_t>> fuse_elementwise(const Jaxpr& jaxpr, const Lowering& lowering);
 
 /// True when `e` is a broadcast_in_dim of a non-scalar variable (a fused group computes it per
 /// block from the operand instead of materialising it; along trailing dims, members with a row
@@ -31,16 +35,16 @@ struct FusedReduction {
 /// The layout of `e` when it is such a reduce_sum, else nullopt.
 std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equation& e);
 
-/// True when equation `e` may join a fused group on `backend`.
-bool fusible(const Jaxpr& jaxpr, const Equation& e, Backend backend);
+/// True when equation `e` may join a fused group of a backend lowering as `lowering` does.
+bool fusible(const Jaxpr& jaxpr, const Equation& e, const Lowering& lowering);
 
 /// The layout of broadcast_in_dim `e`: the operand's element stride per output dim (0 where
 /// broadcast), size-1 dims dropped and neighbours that stay contiguous merged (at least one dim).
 void broadcast_layout(const Jaxpr& jaxpr, const Equation& e, std::vector<int64_t>& dims, std::vector<int64_t>& src);
 
 /// How a fused group reads its broadcasts along trailing dims (one value per run of `row`
-/// elements, run r reading operand element r): members with a row kernel (Primitive::row_block)
-/// read the operand per run. The runner still runs the broadcast when a member needs its
+/// elements, run r reading operand element r): members whose primitive the backend fuses by rows
+/// (Lowering::fuses_rows) read the operand per run. The runner still runs the broadcast when a member needs its
 /// block (`full`) or it is read outside the group.
 struct RowReads {
   std::vector<int64_t> row;       // by variable: the run length of such a broadcast, else 0
@@ -49,6 +53,6 @@ struct RowReads {
   std::vector<bool> member_rows;  // by group position: the member reads its row operands per run
 };
 /// RowReads of fused group `group` (equation indices).
-RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group);
+RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group, const Lowering& lowering);
 
 }  // namespace fluxion::runtime

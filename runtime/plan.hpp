@@ -24,6 +24,12 @@ inline constexpr int kMaxUniformSlots = 64;  // scratch slots whose one-value st
 /// OpenMP). Read at plan time (tile shapes, rounds) and by the runner (per-thread scratch).
 int max_threads();
 
+/// The matrix view of a product's output for tiling: an m x n row-major matrix, each element
+/// reading k elements of each operand (its contraction). m == 0: not tiled.
+struct TileView {
+  int64_t m = 0, n = 0, k = 0;
+};
+
 /// How a variable gets its storage.
 enum class Kind : uint8_t {
   arg,           // a call argument
@@ -49,6 +55,7 @@ struct FusedOperand {
 
 /// One equation of a fused group, as the block loop runs it.
 struct FusedMember {
+  const Equation* eqn = nullptr;  // the equation it runs (its primitive: the backend's lowering)
   // A broadcast_in_dim member fills its block from its operand (inputs[0]) by index mapping:
   // output dims `bdims` (coalesced, at most 8) read the operand with element strides `bsrc`.
   bool broadcast = false;
@@ -60,9 +67,6 @@ struct FusedMember {
   // call, see Step::replica_bytes), so that blocks spanning repetitions are read in place too.
   int32_t replica = -1;
   int64_t replica_len = 0;
-  BlockKernel block = nullptr;
-  RowBlockKernel row_block = nullptr;
-  TileOp tile_op{};
   int64_t row = 0;  // > 0: some inputs are rows operands with runs of `row` elements
   DType in_dtype = f32, out_dtype = f32;
   // A reduce_sum member adds its operand's block into per-output sums (see FusedReduction), kept
@@ -104,18 +108,17 @@ struct Step {
   // 64-byte aligned), built from their operands before the group runs.
   int64_t replica_bytes = 0;
   int32_t replicas = 0;
-  // A product computed by tiles inside this group (Primitive::tile): its output is the group's
+  // A product computed by tiles inside this group (Lowering::tile_view): its output is the group's
   // external `tiled_external`, never stored whole; each tile_rows x tile_cols tile of its m x n
   // matrix view is written to a per-thread buffer and the group runs on that tile's elements
   // while they are in cache (a large product otherwise written, zero-filled and read back per
   // call; measured: bench/RESULTS.md).
   const Equation* tiled = nullptr;
-  TileKernel tile = nullptr;
-  TilePlan tile_plan;
+  TileView tile_view;
   int32_t tiled_external = -1;
   int32_t tiled_itemsize = 0;
   int64_t tile_rows = 0, tile_cols = 0;
-  // The backend's lowering of this fused step (PlanRunner::lower), or null.
+  // The backend's lowering of this fused step (PlanRunner::lower: its kernels), or null.
   std::shared_ptr<const StepLowering> lowering;
   // Side by side (plan_side_by_side): mutually independent kernel steps, run in rounds of
   // `rounds[r]` consecutive parts; a round of several runs one part per thread (each kernel on

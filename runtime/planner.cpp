@@ -20,6 +20,7 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
   plan.jaxpr = &j;
   plan.device = device;
   plan.backend = device.is_cuda() ? Backend::cuda : Backend::cpu;
+  const Lowering& lowering = runner.lowering();
   static const bool dumping = std::getenv("FLUXION_DUMP_PASSES") != nullptr;
   auto dump = [&](const char* stage) {
     if (dumping) std::cerr << "-- plan after " << stage << " --\n" << describe_plan(plan, runner);
@@ -46,7 +47,7 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
   const bool fuse = enabled(Switch::fusion);
   std::vector<std::vector<int32_t>> groups;
   if (fuse) {
-    groups = fuse_elementwise(j, plan.backend);
+    groups = fuse_elementwise(j, lowering);
   } else {
     for (int32_t eq = 0; eq < static_cast<int32_t>(j.equations.size()); ++eq) groups.push_back({eq});
   }
@@ -66,7 +67,7 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
   StepUses uses;
   for (const auto& group : groups) {
     std::vector<int32_t> d, r;
-    if (group.size() == 1 && !(fuse && parallel_single(j, j.equations[group[0]], plan.backend))) {
+    if (group.size() == 1 && !(fuse && parallel_single(j, j.equations[group[0]], lowering))) {
       const Equation& e = j.equations[group[0]];
       Step step;
       step.eqn = &e;
@@ -109,7 +110,7 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
         int32_t v = j.equations[eq].outputs[0];
         if (fresh[v]) plan.kind[v] = Kind::output;
       }
-      Step step = make_fused_step(j, group, uses_outside);
+      Step step = make_fused_step(j, group, uses_outside, lowering);
       for (const FusedMember& m : step.members)
         if (m.output.source == FusedOperand::external) d.push_back(step.externals[m.output.index]);
       for (int32_t v : step.externals)
@@ -126,9 +127,9 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
     uses.reads.push_back(std::move(r));
   }
   dump("fusion");
-  plan_tiles(j, plan, uses);
+  plan_tiles(j, plan, uses, lowering);
   dump("tiles");
-  plan_side_by_side(j, plan, uses);
+  plan_side_by_side(j, plan, uses, lowering);
   dump("side by side");
   // Jaxpr outputs are read after the last step.
   std::vector<int32_t> final_reads;
@@ -159,7 +160,7 @@ std::string describe_plan(const Plan& plan, const PlanRunner& runner) {
       if (step.row_broadcasts > 0) os << ", " << step.row_broadcasts << " broadcasts read by rows";
       if (step.replicas > 0) os << ", " << step.replicas << " periodic replicas";
       if (step.tiled)
-        os << ", " << step.tiled->primitive->name << " " << step.tile_plan.m << "x" << step.tile_plan.n << " in "
+        os << ", " << step.tiled->primitive->name << " " << step.tile_view.m << "x" << step.tile_view.n << " in "
            << step.tile_rows << "x" << step.tile_cols << " tiles";
       // The lowering's summary goes inside the brackets, its detail on the next line.
       const std::string lowered = runner.describe(step);

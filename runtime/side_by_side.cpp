@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "backends/cpu/kernel_threads.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/switches.hpp"
 
 namespace fluxion::runtime {
@@ -16,22 +16,19 @@ namespace side_by_side_detail {
 constexpr double kElementWork = 8;
 /// Kernels cheaper than this run alone: the team's start and join (~1-2 us) would eat the gain.
 constexpr double kSideMinWork = 1 << 20;
-/// Parallel efficiency assumed for a kernel that threads itself (cpu::kLargeWork and up): f32
+/// Parallel efficiency assumed for a kernel that threads itself (Lowering::threaded_work and up): f32
 /// GEMMs of an MLP's size run at 1.7-1.9x their one-thread speed on 2 threads (measured:
 /// bench/RESULTS.md).
 constexpr double kThreadedSpeedup = 0.9;
 
 }  // namespace side_by_side_detail
 
-double kernel_work(const Jaxpr& j, const Equation& e) {
+double kernel_work(const Jaxpr& j, const Equation& e, const Lowering& lowering) {
   using side_by_side_detail::kElementWork;
   std::vector<AbstractValue> in;
   for (const Atom& a : e.inputs) in.push_back(j.aval_of(a));
-  if (e.primitive->tile_plan) {
-    const TilePlan tp = e.primitive->tile_plan(in, *e.params);
-    if (tp.m > 0)
-      return static_cast<double>(tp.m) * static_cast<double>(tp.n) * static_cast<double>(std::max<int64_t>(tp.k, 1));
-  }
+  if (const TileView tp = lowering.tile_view(*e.primitive, in, *e.params); tp.m > 0)
+    return static_cast<double>(tp.m) * static_cast<double>(tp.n) * static_cast<double>(std::max<int64_t>(tp.k, 1));
   double elements = 0;
   for (const AbstractValue& a : in) elements += static_cast<double>(a.shape.num_elements());
   for (int32_t v : e.outputs) elements += static_cast<double>(j.avals[v].shape.num_elements());
@@ -40,8 +37,8 @@ double kernel_work(const Jaxpr& j, const Equation& e) {
 
 // The next `threads` parts go side by side, one thread each, when the largest of them alone would
 // take less than the group run one after the other, each kernel with the threads it takes alone
-// (every thread from cpu::kLargeWork); otherwise the largest runs alone.
-std::vector<int32_t> side_rounds(const std::vector<double>& work, int threads) {
+// (every thread from the backend's threaded_work); otherwise the largest runs alone.
+std::vector<int32_t> side_rounds(const std::vector<double>& work, int threads, double threaded_work) {
   using side_by_side_detail::kThreadedSpeedup;
   std::vector<int32_t> rounds;
   size_t i = 0;
@@ -49,7 +46,7 @@ std::vector<int32_t> side_rounds(const std::vector<double>& work, int threads) {
     const size_t group = std::min<size_t>(static_cast<size_t>(threads), work.size() - i);
     double one_by_one = 0;
     for (size_t p = i; p < i + group; ++p)
-      one_by_one += work[p] >= cpu::kLargeWork ? work[p] / (threads * kThreadedSpeedup) : work[p];
+      one_by_one += work[p] >= threaded_work ? work[p] / (threads * kThreadedSpeedup) : work[p];
     const bool side = group > 1 && work[i] < one_by_one;
     rounds.push_back(side ? static_cast<int32_t>(group) : 1);
     i += side ? group : 1;
@@ -62,10 +59,10 @@ std::vector<int32_t> side_rounds(const std::vector<double>& work, int threads) {
 // (256 x 512 x 10) at 0.7x, where side by side keeps every thread on its own product (measured:
 // bench/RESULTS.md). For liveness the step reads all its parts' inputs and then writes all their
 // outputs, so no part's output shares storage with another part's input.
-void plan_side_by_side(const Jaxpr& j, Plan& plan, StepUses& uses) {
+void plan_side_by_side(const Jaxpr& j, Plan& plan, StepUses& uses, const Lowering& lowering) {
   using namespace side_by_side_detail;
   const int threads = max_threads();
-  if (plan.backend != Backend::cpu || threads <= 1 || !enabled(Switch::side_by_side)) return;
+  if (!lowering.runs_side_by_side() || threads <= 1 || !enabled(Switch::side_by_side)) return;
   std::vector<std::vector<int32_t>>& defs = uses.defs;
   std::vector<std::vector<int32_t>>& reads = uses.reads;
   std::vector<bool>& in_place = uses.in_place;
@@ -80,7 +77,7 @@ void plan_side_by_side(const Jaxpr& j, Plan& plan, StepUses& uses) {
     new_in_place.push_back(in_place[s]);
   };
   auto eligible = [&](size_t s) {
-    return plan.steps[s].type == Step::kernel && kernel_work(j, *plan.steps[s].eqn) >= kSideMinWork;
+    return plan.steps[s].type == Step::kernel && kernel_work(j, *plan.steps[s].eqn, lowering) >= kSideMinWork;
   };
   auto is_view = [&](size_t s) {
     const Step& st = plan.steps[s];
@@ -113,11 +110,11 @@ void plan_side_by_side(const Jaxpr& j, Plan& plan, StepUses& uses) {
       continue;
     }
     std::vector<std::pair<double, size_t>> by_work;
-    for (size_t p : kernels) by_work.emplace_back(kernel_work(j, *plan.steps[p].eqn), p);
+    for (size_t p : kernels) by_work.emplace_back(kernel_work(j, *plan.steps[p].eqn, lowering), p);
     std::stable_sort(by_work.begin(), by_work.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<double> work;
     for (const auto& w : by_work) work.push_back(w.first);
-    std::vector<int32_t> rounds = side_rounds(work, threads);
+    std::vector<int32_t> rounds = side_rounds(work, threads, lowering.threaded_work());
     if (std::all_of(rounds.begin(), rounds.end(), [](int32_t r) { return r == 1; })) {
       for (size_t p = s; p < end; ++p) keep(p);
       s = end;

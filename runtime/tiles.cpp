@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "runtime/backend.hpp"
 #include "runtime/switches.hpp"
 
 namespace fluxion::runtime {
@@ -64,9 +65,9 @@ bool reads_blocks_only(const Step& f, int32_t x) {
 
 }  // namespace tiles_detail
 
-void plan_tiles(const Jaxpr& j, Plan& plan, StepUses& uses) {
+void plan_tiles(const Jaxpr& j, Plan& plan, StepUses& uses, const Lowering& lowering) {
   using namespace tiles_detail;
-  if (plan.backend != Backend::cpu || !enabled(Switch::tiles)) return;
+  if (!enabled(Switch::tiles)) return;
   std::vector<std::vector<int32_t>>& defs = uses.defs;
   std::vector<std::vector<int32_t>>& reads = uses.reads;
   std::vector<int32_t> reader(j.avals.size(), -1), readers(j.avals.size(), 0);
@@ -75,7 +76,7 @@ void plan_tiles(const Jaxpr& j, Plan& plan, StepUses& uses) {
       if (reader[v] != static_cast<int32_t>(st)) ++readers[v], reader[v] = static_cast<int32_t>(st);
   for (size_t sd = 0; sd < plan.steps.size(); ++sd) {
     Step& d = plan.steps[sd];
-    if (d.type != Step::kernel || !d.eqn->primitive->tile || d.eqn->outputs.size() != 1) continue;
+    if (d.type != Step::kernel || d.eqn->outputs.size() != 1) continue;
     const Equation& e = *d.eqn;
     const int32_t t = e.outputs[0];
     if (plan.kind[t] != Kind::intermediate || readers[t] != 1 || reader[t] >= static_cast<int32_t>(plan.steps.size()))
@@ -88,11 +89,10 @@ void plan_tiles(const Jaxpr& j, Plan& plan, StepUses& uses) {
     if (!reads_blocks_only(f, x)) continue;
     std::vector<AbstractValue> in;
     for (const Atom& a : e.inputs) in.push_back(j.aval_of(a));
-    const TilePlan tp = e.primitive->tile_plan(in, *e.params);
+    const TileView tp = lowering.tile_view(*e.primitive, in, *e.params);
     if (tp.m <= 0 || tp.m * tp.n != f.n) continue;
     f.tiled = &e;
-    f.tile = e.primitive->tile;
-    f.tile_plan = tp;
+    f.tile_view = tp;
     f.tiled_external = x;
     f.tiled_itemsize = itemsize;
     f.tile_cols = tile_columns(tp.n);

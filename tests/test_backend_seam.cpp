@@ -1,6 +1,7 @@
 // The backend seam (runtime/backend.hpp): a toy plan runner that evaluates every step's equations
 // one by one with the reference kernels, ignoring fusion, tiles and side-by-side rounds, runs the
-// same plans as the CPU runner and gives the same results. Planning does not assume the CPU runner.
+// same plans as the CPU runner and gives the same results. Planning does not assume the CPU runner:
+// it asks the runner's lowering slot what to fuse, and with the default (nothing) plans kernels only.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -22,11 +23,15 @@ namespace {
 /// Runs a plan equation by equation: a fused step is its group, a side-by-side step its parts,
 /// views and tiled products their equation. Reference kernels where the primitive has one, else
 /// the CPU kernel (counted apart, so the test can say how much the reference table covered).
+/// Planning asks `planning` (the CPU's lowering slot: the same fused groups as the CPU), or the
+/// default slot, which lowers nothing.
 class ToyRunner final : public rt::PlanRunner {
  public:
   mutable std::atomic<int> runs{0}, reference_equations{0}, cpu_equations{0}, fused_steps{0};
+  explicit ToyRunner(const rt::Lowering* planning = nullptr) : planning_(planning) {}
 
   const char* name() const override { return "toy (reference kernels, no fusion)"; }
+  const rt::Lowering& lowering() const override { return planning_ ? *planning_ : rt::PlanRunner::lowering(); }
 
   void run(const rt::Plan& plan, rt::RunState& s) const override {
     ++runs;
@@ -60,6 +65,8 @@ class ToyRunner final : public rt::PlanRunner {
         fx::eval_primitive(*e.primitive, in, *e.params, reference ? fx::Backend::reference : fx::Backend::cpu);
     for (size_t i = 0; i < out.size(); ++i) env[e.outputs[i]] = out[i];
   }
+
+  const rt::Lowering* planning_;
 };
 
 /// Makes `runner` the CPU backend's plan runner while alive, then puts the previous one back.
@@ -113,7 +120,7 @@ TEST_CASE("backend seam: a toy runner of reference kernels runs CPU plans (MLP g
   // The CPU plan has what the toy must see through: fused groups ending in row sums.
   CHECK_MESSAGE(cpu_plan.find("row sums") != std::string::npos, cpu_plan);
 
-  ToyRunner toy;
+  ToyRunner toy(&rt::plan_runner(fx::Backend::cpu).lowering());
   std::vector<fx::Tensor> toy_grad, toy_hess;
   {
     RunnerSwap swap(&toy);
@@ -141,6 +148,26 @@ TEST_CASE("backend seam: a toy runner of reference kernels runs CPU plans (MLP g
     CHECK(toy.runs > before);
     check_same({h}, {fx::hessian(least_squares)(p * 1.5)});
   }
+}
+
+TEST_CASE("backend seam: a runner whose lowering slot fuses nothing gets plans of kernel steps only") {
+  auto f = [](const fx::Tensor& w, const fx::Tensor& x) {
+    return fx::sum(fx::tanh(fx::matmul(x, w) + 1.0) * fx::exp(-fx::square(x)));
+  };
+  const fx::Tensor w = random_tensor({16, 16}, fx::f64, 6), x = random_tensor({64, 16}, fx::f64, 7);
+  const fx::Jaxpr j = fx::make_jaxpr(fx::grad(f, fx::argnums<0, 1>))(w, x);
+  std::string cpu_plan, toy_plan;
+  const std::vector<fx::Tensor> want = run_plan(j, {w, x}, &cpu_plan);
+  CHECK_MESSAGE(cpu_plan.find(" 0 fused groups") == std::string::npos, cpu_plan);
+  ToyRunner toy;  // the default lowering slot
+  std::vector<fx::Tensor> got;
+  {
+    RunnerSwap swap(&toy);
+    got = run_plan(j, {w, x}, &toy_plan);
+  }
+  CHECK_MESSAGE(toy_plan.find(" 0 fused groups") != std::string::npos, toy_plan);
+  CHECK(toy.fused_steps == 0);
+  check_same(got, want);
 }
 
 TEST_CASE("backend seam: a backend without a plan runner is a clear error") {

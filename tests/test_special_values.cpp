@@ -174,20 +174,23 @@ void check_unary_paths(const UnaryCase& c) {
 
   // The fused groups' block kernel: unaligned, short and long blocks, and a broadcast operand.
   const fx::Primitive& p = primitive_of(c, dtype);
-  REQUIRE(static_cast<bool>(p.block));
+  const fx::cpu::Lowering* lowering = fx::cpu::find_lowering(p);
+  REQUIRE(lowering);
+  const fx::cpu::BlockKernel block = lowering->block;
+  REQUIRE(static_cast<bool>(block));
   for (int64_t n : {int64_t(1), int64_t(5), int64_t(8), int64_t(33), int64_t(999)}) {
     const std::vector<T> in = cycle<T>(static_cast<size_t>(n) + 1, 3);
     std::vector<T> out(in.size());
     const void* ptr = in.data() + 1;  // one element past the (aligned) start
     const bool scalar = false;
-    p.block(dtype, &ptr, &scalar, out.data() + 1, n, dtype);
+    block(dtype, &ptr, &scalar, out.data() + 1, n, dtype);
     check_against_c(c, "block kernel", std::vector<T>(in.begin() + 1, in.end()), std::vector<T>(out.begin() + 1, out.end()));
   }
   for (T v : special_values<T>()) {
     std::vector<T> out(9);
     const void* ptr = &v;
     const bool scalar = true;
-    p.block(dtype, &ptr, &scalar, out.data(), 9, dtype);
+    block(dtype, &ptr, &scalar, out.data(), 9, dtype);
     check_against_c(c, "broadcast operand", std::vector<T>(9, v), out);
   }
 
@@ -233,7 +236,7 @@ TEST_CASE("unary kernels: special values through every path match the C library,
 namespace {
 /// A one-member register program (load, the op, store) over whole tiles.
 template <class T>
-std::vector<T> run_register_program(fx::TileOp op, const std::vector<T>& in) {
+std::vector<T> run_register_program(fx::cpu::TileOp op, const std::vector<T>& in) {
   using fx::cpu::TileInstr;
   std::vector<TileInstr> program(3);
   program[0].kind = TileInstr::load;
@@ -254,11 +257,11 @@ template <class T>
 void check_register_programs() {
   const int64_t tile = fx::cpu::tile_elements<T>();
   for (const UnaryCase& c : unary_cases()) {
-    const fx::Primitive& p = primitive_of(c, fx::dtype_of_v<T>);
-    if (p.tile_op == fx::TileOp::none) continue;
+    const fx::cpu::Lowering* lowering = fx::cpu::find_lowering(primitive_of(c, fx::dtype_of_v<T>));
+    if (!lowering || lowering->tile_op == fx::cpu::TileOp::none) continue;
     CAPTURE(c.name);
     const std::vector<T> in = cycle<T>(static_cast<size_t>(4 * tile), 0);
-    const std::vector<T> out = run_register_program<T>(p.tile_op, in);
+    const std::vector<T> out = run_register_program<T>(lowering->tile_op, in);
     check_against_c(c, "register program", in, out);
     const std::vector<T> eager = values_of<T>(c.op(fx::from_vector(in)));
     for (size_t i = 0; i < in.size(); ++i)

@@ -39,8 +39,8 @@ using TileRule = TilePlan (*)(const std::vector<AbstractValue>& inputs, const Pa
 /// Rows [r0, r1) x columns [c0, c1) of the output (TilePlan's matrix view) into `out`, rows `ld`
 /// elements apart, on the calling thread. The runner runs the fused step reading the output on
 /// each tile while it is in cache, and never stores the whole output.
-using TileKernel = void (*)(const TilePlan& plan, const std::vector<Tensor>& inputs, int64_t r0, int64_t r1,
-                            int64_t c0, int64_t c1, void* out, int64_t ld);
+using TileKernel = void (*)(const TilePlan& plan, const std::vector<Tensor>& inputs, int64_t r0, int64_t r1, int64_t c0,
+                            int64_t c1, void* out, int64_t ld);
 
 /// The operations of fused register programs (backends/cpu/tile_program.hpp). A primitive's
 /// operation is derived from its scalar functor (tile_op_of), never declared by the primitive.
@@ -93,9 +93,7 @@ template <class F> constexpr TileOp packet_tile_op() {
 
 /// An elementwise Op struct's register-program operation: that of `typename Op::Packet`, the
 /// functor its floating-point scalar and array forms apply (none when it has no Packet).
-template <class Op, class = void> struct tile_op_of {
-  static constexpr TileOp value = TileOp::none;
-};
+template <class Op, class = void> struct tile_op_of { static constexpr TileOp value = TileOp::none; };
 template <class Op> struct tile_op_of<Op, std::void_t<typename Op::Packet>> {
   static constexpr TileOp value = packet_tile_op<typename Op::Packet>();
 };

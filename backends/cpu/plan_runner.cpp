@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "backends/cpu/broadcast_copy.hpp"
+#include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/row_sums.hpp"
 #include "backends/cpu/tile_program_compiler.hpp"
 #include "runtime/switches.hpp"
@@ -89,8 +90,10 @@ std::unique_ptr<CpuWorkspace> make_cpu_workspace(const Plan& plan) {
 /// take it as a scalar operand. Outputs read outside the group are always written in full.
 /// Members with rows operands run their row kernel, or their block kernel with those operands as
 /// scalars when the block lies inside one run.
-void run_fused_range(const Step& step, bool row_sums, char* const* bases, double* scratch, double* accumulators,
-                     int64_t e0, int64_t e1) {
+void run_fused_range(const Step& step, const FusedLowering& lowering, char* const* bases, double* scratch,
+                     double* accumulators, int64_t e0, int64_t e1) {
+  const bool row_sums = lowering.row_sums;
+  const FusedLowering::Member* kernels = lowering.members.data();
   const void* in_ptrs[kMaxFusedInputs];
   bool in_scalar[kMaxFusedInputs], in_rows[kMaxFusedInputs];
   bool uniform[kMaxUniformSlots];
@@ -116,7 +119,8 @@ void run_fused_range(const Step& step, bool row_sums, char* const* bases, double
         default: return bases[op.index] + (op.scalar ? 0 : start * op.itemsize);
       }
     };
-    for (const FusedMember& m : step.members) {
+    for (size_t mi = 0; mi < step.members.size(); ++mi) {
+      const FusedMember& m = step.members[mi];
       const bool to_scratch = track && m.output.source == FusedOperand::scratch;
       if (m.reduce) {
         const FusedOperand& op = m.inputs[0];
@@ -145,7 +149,7 @@ void run_fused_range(const Step& step, bool row_sums, char* const* bases, double
       }
       if (!track && m.row == 0) {  // the plain path: nothing in this group is ever one repeated value
         for (int i = 0; i < m.num_inputs; ++i) in_ptrs[i] = ptr(m.inputs[i]);
-        m.block(m.in_dtype, in_ptrs, m.scalar, out_ptr(m.output), len, m.out_dtype);
+        kernels[mi].block(m.in_dtype, in_ptrs, m.scalar, out_ptr(m.output), len, m.out_dtype);
         continue;
       }
       // Row operands of a block inside one run are one value: scalars, as uniform blocks are.
@@ -162,12 +166,13 @@ void run_fused_range(const Step& step, bool row_sums, char* const* bases, double
         any_rows = any_rows || in_rows[i];
       }
       if (any_rows) {
-        m.row_block(m.in_dtype, in_ptrs, in_scalar, in_rows, m.row, start % m.row, out_ptr(m.output), len, m.out_dtype);
+        kernels[mi].row_block(m.in_dtype, in_ptrs, in_scalar, in_rows, m.row, start % m.row, out_ptr(m.output), len,
+                              m.out_dtype);
         if (to_scratch) uniform[m.output.index] = false;
         continue;
       }
       const bool one_value = to_scratch && all_scalar;
-      m.block(m.in_dtype, in_ptrs, in_scalar, out_ptr(m.output), one_value ? 1 : len, m.out_dtype);
+      kernels[mi].block(m.in_dtype, in_ptrs, in_scalar, out_ptr(m.output), one_value ? 1 : len, m.out_dtype);
       if (to_scratch) uniform[m.output.index] = one_value;
     }
   }
@@ -197,26 +202,26 @@ void run_program_range(const Step& step, const FusedLowering& lowering, char* co
       }
     }
   });
-  if (whole < e1) run_fused_range(step, lowering.row_sums, bases, scratch, accumulators, whole, e1);
+  if (whole < e1) run_fused_range(step, lowering, bases, scratch, accumulators, whole, e1);
 }
 
 /// Runs the fused group of tiles [u0, u1) of its tiled product (see Step::tiled): each tile is
 /// computed into `tile`, then the group runs on its rows, reading the product's elements there.
-void run_tiles(const Step& step, bool row_sums, const std::vector<Tensor>& product_inputs, char** bases, char* tile,
-               double* scratch, double* accumulators, int64_t u0, int64_t u1) {
-  const int64_t m = step.tile_plan.m, n = step.tile_plan.n, isz = step.tiled_itemsize;
+void run_tiles(const Step& step, const FusedLowering& lowering, const std::vector<Tensor>& product_inputs, char** bases,
+               char* tile, double* scratch, double* accumulators, int64_t u0, int64_t u1) {
+  const int64_t m = step.tile_view.m, n = step.tile_view.n, isz = step.tiled_itemsize;
   const int64_t col_tiles = (n + step.tile_cols - 1) / step.tile_cols;
   for (int64_t u = u0; u < u1; ++u) {
     const int64_t r0 = u / col_tiles * step.tile_rows, c0 = u % col_tiles * step.tile_cols;
     const int64_t r1 = std::min(r0 + step.tile_rows, m), ld = std::min(c0 + step.tile_cols, n) - c0;
-    step.tile(step.tile_plan, product_inputs, r0, r1, c0, c0 + ld, tile, ld);
+    lowering.tile(lowering.tile_plan, product_inputs, r0, r1, c0, c0 + ld, tile, ld);
     if (ld == n) {
       // A tile of whole rows is the product's elements [r0 n, r1 n) in order: one range, in
       // blocks, instead of a call per row (short rows would pay the members' per-call costs once
       // per row; measured: bench/RESULTS.md).
       bases[step.tiled_external] =
           reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(tile) - static_cast<uintptr_t>(r0 * n * isz));
-      run_fused_range(step, row_sums, bases, scratch, accumulators, r0 * n, r1 * n);
+      run_fused_range(step, lowering, bases, scratch, accumulators, r0 * n, r1 * n);
       continue;
     }
     for (int64_t r = r0; r < r1; ++r) {
@@ -225,7 +230,7 @@ void run_tiles(const Step& step, bool row_sums, const std::vector<Tensor>& produ
       const int64_t start = r * n + c0;
       const uintptr_t row = reinterpret_cast<uintptr_t>(tile + (r - r0) * ld * isz);
       bases[step.tiled_external] = reinterpret_cast<char*>(row - static_cast<uintptr_t>(start * isz));
-      run_fused_range(step, row_sums, bases, scratch, accumulators, start, start + ld);
+      run_fused_range(step, lowering, bases, scratch, accumulators, start, start + ld);
     }
   }
 }
@@ -253,8 +258,8 @@ void run_fused_step(const Step& step, const Plan& plan, RunState& s, CpuWorkspac
   int64_t units = (step.n + kBlock - 1) / kBlock;
   if (step.tiled) {
     for (const Atom& a : step.tiled->inputs) s.in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
-    units = (step.tile_plan.m + step.tile_rows - 1) / step.tile_rows *
-            ((step.tile_plan.n + step.tile_cols - 1) / step.tile_cols);
+    units = (step.tile_view.m + step.tile_rows - 1) / step.tile_rows *
+            ((step.tile_view.n + step.tile_cols - 1) / step.tile_cols);
   }
   int threads = 1;
 #ifdef _OPENMP
@@ -273,12 +278,12 @@ void run_fused_step(const Step& step, const Plan& plan, RunState& s, CpuWorkspac
     if (!step.tiled) {
       const int64_t e0 = u0 * kBlock, e1 = std::min(u1 * kBlock, step.n);
       if (!lowering.program.empty()) run_program_range(step, lowering, w.bases.data(), scratch, acc, e0, e1);
-      else run_fused_range(step, lowering.row_sums, w.bases.data(), scratch, acc, e0, e1);
+      else run_fused_range(step, lowering, w.bases.data(), scratch, acc, e0, e1);
       return;
     }
     char** bases = w.tile_bases.data() + static_cast<size_t>(t) * w.bases.size();
     std::copy(w.bases.begin(), w.bases.end(), bases);
-    run_tiles(step, lowering.row_sums, s.in, bases, w.tiles + t * w.tile_stride, scratch, acc, u0, u1);
+    run_tiles(step, lowering, s.in, bases, w.tiles + t * w.tile_stride, scratch, acc, u0, u1);
   };
   auto sums = [&](int part, int parts) {
     if (step.accumulators > 0)
@@ -353,10 +358,35 @@ void run_side_by_side(const Step& step, RunState& s, CpuWorkspace& w) {
   }
 }
 
+/// Planning's view of the CPU lowering table (backends/cpu/lowering.hpp).
+class CpuLoweringView final : public runtime::Lowering {
+ public:
+  bool fuses(const Primitive& p) const override {
+    const cpu::Lowering* l = find_lowering(p);
+    return l && l->block;
+  }
+  bool fuses_rows(const Primitive& p) const override {
+    const cpu::Lowering* l = find_lowering(p);
+    return l && l->row_block;
+  }
+  bool fuses_broadcasts_and_sums() const override { return true; }
+  bool runs_side_by_side() const override { return true; }
+  double threaded_work() const override { return kLargeWork; }
+  runtime::TileView tile_view(const Primitive& p, const std::vector<AbstractValue>& in,
+                              const Params& params) const override {
+    const cpu::Lowering* l = find_lowering(p);
+    if (!l || !l->tile_plan || !l->tile) return {};
+    const TilePlan tp = l->tile_plan(in, params);
+    return runtime::TileView{tp.m, tp.n, tp.k};
+  }
+};
+
 /// The CPU runner: lowering attaches a FusedLowering to every fused step; run walks the steps.
 class CpuRunner final : public runtime::PlanRunner {
  public:
   const char* name() const override { return "cpu"; }
+
+  const runtime::Lowering& lowering() const override { return view_; }
 
   void lower(Plan& plan) const override {
     const bool programs = runtime::enabled(runtime::Switch::register_programs);
@@ -365,6 +395,26 @@ class CpuRunner final : public runtime::PlanRunner {
       if (step.type != Step::fused) continue;
       auto lowering = std::make_shared<FusedLowering>();
       lowering->row_sums = row_sums;
+      for (const FusedMember& m : step.members) {
+        FusedLowering::Member k;
+        // Broadcast and reduce members run the runner's own code; every other member is an
+        // equation planning fused because its primitive has an entry with a block kernel.
+        if (!m.broadcast && !m.reduce) {
+          const cpu::Lowering& entry = *find_lowering(*m.eqn->primitive);
+          k.block = entry.block;
+          k.row_block = entry.row_block;
+          k.tile_op = entry.tile_op;
+        }
+        lowering->members.push_back(k);
+      }
+      if (step.tiled) {
+        const Equation& e = *step.tiled;
+        std::vector<AbstractValue> in;
+        for (const Atom& a : e.inputs) in.push_back(plan.jaxpr->aval_of(a));
+        const cpu::Lowering& entry = *find_lowering(*e.primitive);
+        lowering->tile = entry.tile;
+        lowering->tile_plan = entry.tile_plan(in, *e.params);
+      }
       if (programs) compile_tile_program(step, *lowering);
       step.lowering = std::move(lowering);
     }
@@ -402,6 +452,9 @@ class CpuRunner final : public runtime::PlanRunner {
     for (const TileInstr& in : lowering->program) os << " " << cpu::describe(in) << ";";
     return os.str();
   }
+
+ private:
+  CpuLoweringView view_;
 };
 
 }  // namespace plan_runner_detail

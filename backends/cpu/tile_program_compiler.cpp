@@ -22,13 +22,14 @@ void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
   if (dtype != f32 && dtype != f64) return;
   if (step.n < tile_elements<float>()) return;
   int sums = 0;
-  for (const FusedMember& m : step.members) {
+  for (size_t i = 0; i < step.members.size(); ++i) {
+    const FusedMember& m = step.members[i];
     if (m.broadcast || m.row > 0 || m.in_dtype != dtype || (m.out_dtype != dtype)) return;
     if (m.reduce) {
       if (m.layout.outputs != 1 || ++sums > kMaxTileSums) return;
       continue;
     }
-    if (tile_op_arity(m.tile_op) != m.num_inputs) return;
+    if (tile_op_arity(lowering.members[i].tile_op) != m.num_inputs) return;
   }
   // Values, numbered in member order (a scratch slot or external holds several over the group):
   // the operand keys below name where a value lives; -1 is a literal or rank-0 operand.
@@ -160,10 +161,10 @@ void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
       } else if (member.num_inputs == 1) {
         if (!held(vin[0])) emit_load(a, vin[0]);
         in.kind = TileInstr::unary;
-        in.op = member.tile_op;
+        in.op = lowering.members[static_cast<size_t>(m)].tile_op;
       } else {
         in.kind = TileInstr::binary;
-        in.op = member.tile_op;
+        in.op = lowering.members[static_cast<size_t>(m)].tile_op;
         const FusedOperand* other = &member.inputs[1];
         int other_value = vin[1];
         if (held(vin[1]) && !held(vin[0])) {  // b is in the accumulator

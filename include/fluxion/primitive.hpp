@@ -148,45 +148,13 @@ using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInte
                                                 const std::vector<Tensor>& inputs,
                                                 const std::vector<bool>& known, const Params& params);
 
-/// Elementwise kernel over one block of `n` elements, used by fused groups in the executor:
-/// in[i] points at n elements of dtype `in_dtype`, or at one element when scalar[i] (broadcast).
-/// `out` receives n elements of the result dtype `out_dtype`.
-using BlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, void* out,
-                             int64_t n, DType out_dtype);
-
-/// Row form of a BlockKernel, for operands constant along runs of `row` consecutive elements (a
-/// broadcast along trailing dims, which fused groups then never materialise): in[i] with rows[i]
-/// holds one value per run, the first for the run holding element 0, which is element `offset` of
-/// its run. Other operands as in BlockKernel.
-using RowBlockKernel = void (*)(DType in_dtype, const void* const* in, const bool* scalar, const bool* rows,
-                                int64_t row, int64_t offset, void* out, int64_t n, DType out_dtype);
-
-/// How a kernel's output can be computed by rectangles (products): viewed as an m x n row-major
-/// matrix, from an m x k and a k x n operand; `data` is the primitive's own (operand layout),
-/// opaque to the executor. m == 0: not tileable for these inputs.
-struct TilePlan {
-  int64_t m = 0, n = 0;
-  int64_t k = 0;  // elements each output element reads per operand (a product's contraction)
-  int64_t data[4] = {0, 0, 0, 0};
-};
-/// The TilePlan of a primitive for input avals and params (the executor plans once).
-using TileRule = TilePlan (*)(const std::vector<AbstractValue>& inputs, const Params& params);
-/// Rows [r0, r1) x columns [c0, c1) of the output (TilePlan's matrix view) into `out`, rows `ld`
-/// elements apart, on the calling thread. The executor runs a fused consumer of the output on
-/// each tile while it is in cache, and never stores the whole output.
-using TileKernel = void (*)(const TilePlan& plan, const std::vector<Tensor>& inputs, int64_t r0, int64_t r1,
-                            int64_t c0, int64_t c1, void* out, int64_t ld);
-
-namespace cpu {
-enum class TileOp : uint8_t;  // backends/cpu/lowering.hpp
-}
-using TileOp = cpu::TileOp;
-
 /// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
 /// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
 using CalleeRule = const Jaxpr& (*)(const Params& params);
 
-/// A primitive operation: defined once (in primitives/), with every rule in one place.
+/// A primitive operation: defined once (in primitives/, by primitives/builder.hpp's builder), with
+/// every rule in one place. How a backend fuses or tiles it is that backend's lowering table's
+/// business (runtime/backend.hpp), not the primitive's.
 class Primitive {
  public:
   std::string name;
@@ -197,15 +165,6 @@ class Primitive {
   TransposeRule transpose = nullptr;
   BatchRule batch = nullptr;
   PartialEvalRule partial_eval = nullptr;
-  /// CPU block kernel of an elementwise primitive (fusion); nullptr: never fused.
-  BlockKernel block = nullptr;
-  /// Its row form (RowBlockKernel); nullptr: fused groups materialise broadcasts it reads.
-  RowBlockKernel row_block = nullptr;
-  /// Its tile-program operation (TileOp::none: groups holding it take the block path).
-  TileOp tile_op{};
-  /// CPU tiled form of the kernel (TileRule, TileKernel); nullptr: always computed whole.
-  TileRule tile_plan = nullptr;
-  TileKernel tile = nullptr;
   /// Call-like primitives: the sub-Jaxpr; executed plans splice it into the caller.
   CalleeRule callee = nullptr;
   /// True when the primitive's rules are those of its sub-Jaxpr (jit_call), so passes may inline
