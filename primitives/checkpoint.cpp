@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "fluxion/checkpoint.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/partial_eval.hpp"
@@ -258,18 +259,15 @@ void transpose_rule(const Primitive& self, const std::vector<Tensor>& cts_out, c
 }  // namespace checkpoint_detail
 
 const Primitive& checkpoint_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "checkpoint";
-    q.shape_rule = &checkpoint_detail::shape_rule;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &checkpoint_detail::cpu_kernel;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &checkpoint_detail::reference_kernel;
-    q.jvp = &checkpoint_detail::jvp_rule;
-    q.transpose = &checkpoint_detail::transpose_rule;
-    q.batch = &checkpoint_detail::batch_rule;
-    q.partial_eval = &checkpoint_detail::partial_eval_rule;
-    return q;
-  }();
+  static const Primitive& p = primitives::define_primitive("checkpoint")
+                                  .shape(&checkpoint_detail::shape_rule)
+                                  .reference(&checkpoint_detail::reference_kernel)
+                                  .cpu(&checkpoint_detail::cpu_kernel)
+                                  .jvp(&checkpoint_detail::jvp_rule)
+                                  .transpose(&checkpoint_detail::transpose_rule)
+                                  .batch(&checkpoint_detail::batch_rule)
+                                  .partial_eval(&checkpoint_detail::partial_eval_rule)
+                                  .build();
   return p;
 }
 

@@ -5,6 +5,7 @@
 
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/partial_eval.hpp"
 
@@ -287,18 +288,15 @@ std::string aval_list(const std::vector<AbstractValue>& avals) {
 }  // namespace cond_detail
 
 const Primitive& cond_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "cond";
-    q.shape_rule = &cond_detail::shape_rule;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &cond_detail::cpu_kernel;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &cond_detail::reference_kernel;
-    q.jvp = &cond_detail::jvp_rule;
-    q.transpose = &cond_detail::transpose_rule;
-    q.batch = &cond_detail::batch_rule;
-    q.partial_eval = &cond_detail::partial_eval_rule;
-    return q;
-  }();
+  static const Primitive& p = primitives::define_primitive("cond")
+                                  .shape(&cond_detail::shape_rule)
+                                  .reference(&cond_detail::reference_kernel)
+                                  .cpu(&cond_detail::cpu_kernel)
+                                  .jvp(&cond_detail::jvp_rule)
+                                  .transpose(&cond_detail::transpose_rule)
+                                  .batch(&cond_detail::batch_rule)
+                                  .partial_eval(&cond_detail::partial_eval_rule)
+                                  .build();
   return p;
 }
 

@@ -8,6 +8,7 @@
 
 #include "fluxion/custom_rules.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/jvp.hpp"
@@ -421,51 +422,42 @@ std::vector<Tensor> custom_lin_flat(const FlatFn& bwd, const std::vector<Tensor>
 }  // namespace custom_detail
 
 const Primitive& custom_jvp_call_p() {
-  static const Primitive p = [] {
-    using namespace custom_detail;
-    Primitive q;
-    q.name = "custom_jvp_call";
-    q.shape_rule = &jvp_call_shape;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &fun_cpu_kernel<JvpCallParams>;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &fun_reference_kernel<JvpCallParams>;
-    q.jvp = &jvp_call_jvp;
-    q.batch = &jvp_call_batch;
-    q.callee = &fun_callee<JvpCallParams>;
-    return q;
-  }();
+  using namespace custom_detail;
+  static const Primitive& p = primitives::define_primitive("custom_jvp_call")
+                                  .shape(&jvp_call_shape)
+                                  .reference(&fun_reference_kernel<JvpCallParams>)
+                                  .cpu(&fun_cpu_kernel<JvpCallParams>)
+                                  .jvp(&jvp_call_jvp)
+                                  .batch(&jvp_call_batch)
+                                  .callee(&fun_callee<JvpCallParams>)
+                                  .build();
   return p;
 }
 
 const Primitive& custom_vjp_call_p() {
-  static const Primitive p = [] {
-    using namespace custom_detail;
-    Primitive q;
-    q.name = "custom_vjp_call";
-    q.shape_rule = &vjp_call_shape;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &fun_cpu_kernel<VjpCallParams>;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &fun_reference_kernel<VjpCallParams>;
-    q.jvp = &vjp_call_jvp;
-    q.batch = &vjp_call_batch;
-    q.callee = &fun_callee<VjpCallParams>;
-    return q;
-  }();
+  using namespace custom_detail;
+  static const Primitive& p = primitives::define_primitive("custom_vjp_call")
+                                  .shape(&vjp_call_shape)
+                                  .reference(&fun_reference_kernel<VjpCallParams>)
+                                  .cpu(&fun_cpu_kernel<VjpCallParams>)
+                                  .jvp(&vjp_call_jvp)
+                                  .batch(&vjp_call_batch)
+                                  .callee(&fun_callee<VjpCallParams>)
+                                  .build();
   return p;
 }
 
 const Primitive& custom_lin_p() {
-  static const Primitive p = [] {
-    using namespace custom_detail;
-    Primitive q;
-    q.name = "custom_lin";
-    q.shape_rule = &lin_shape;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &lin_cpu_kernel;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &lin_reference_kernel;
-    q.jvp = &lin_jvp;
-    q.transpose = &lin_transpose;
-    q.batch = &lin_batch;
-    q.callee = &lin_callee;
-    return q;
-  }();
+  using namespace custom_detail;
+  static const Primitive& p = primitives::define_primitive("custom_lin")
+                                  .shape(&lin_shape)
+                                  .reference(&lin_reference_kernel)
+                                  .cpu(&lin_cpu_kernel)
+                                  .jvp(&lin_jvp)
+                                  .transpose(&lin_transpose)
+                                  .batch(&lin_batch)
+                                  .callee(&lin_callee)
+                                  .build();
   return p;
 }
 

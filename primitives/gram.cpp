@@ -16,6 +16,7 @@
 // every input, so no traits.
 #include "backends/cpu/gram.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/gram.hpp"
 #include "primitives/registry.hpp"
@@ -130,17 +131,14 @@ void gram_batch(const Primitive&, const std::vector<Tensor>& values, const std::
 }
 
 const Primitive& gram_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "gram";
-    q.shape_rule = &gram_shape_rule;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &gram_kernel<true>;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &gram_kernel<kLightKernels>;
-    q.jvp = &gram_jvp;
-    q.transpose = &gram_transpose;
-    q.batch = &gram_batch;
-    return q;
-  }();
+  static const Primitive& p = define_primitive("gram")
+                                  .shape(&gram_shape_rule)
+                                  .reference(&gram_kernel<true>)
+                                  .cpu(&gram_kernel<kLightKernels>)
+                                  .jvp(&gram_jvp)
+                                  .transpose(&gram_transpose)
+                                  .batch(&gram_batch)
+                                  .build();
   return p;
 }
 

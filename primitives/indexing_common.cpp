@@ -157,20 +157,6 @@ Tensor batched_start(const Tensor& s, int64_t bd, int64_t hi) {
   return clamp_i64(as_i64(batching::move_axis(s, bd, 0)), 0, hi);
 }
 
-Primitive make_indexing(const char* name, ShapeRule rule, Kernel cpu_kernel, Kernel reference_kernel, bool linear,
-                        JvpRule jvp, TransposeRule transpose, BatchRule batch) {
-  Primitive p;
-  p.name = name;
-  p.traits.linear = linear;
-  p.shape_rule = rule;
-  p.kernels[static_cast<size_t>(Backend::cpu)] = cpu_kernel;
-  p.kernels[static_cast<size_t>(Backend::reference)] = reference_kernel;
-  p.jvp = jvp;
-  p.transpose = transpose;
-  p.batch = batch;
-  return p;
-}
-
 /// `axis` counted from the end when negative; AxisError naming `where` when out of range.
 int64_t normalized_axis(const char* where, int64_t axis, int64_t rank) {
   if (axis < 0 && rank > 0) return normalize_axis(where, axis, rank);

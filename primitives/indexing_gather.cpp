@@ -75,7 +75,18 @@ void gather_batch(const Primitive&, const std::vector<Tensor>& values, const std
   out_dims = {0};
 }
 
-FLUXION_INDEXING_PRIMITIVE(gather, true, &gather_jvp, &gather_transpose)
+const Primitive& gather_p() {
+  static const Primitive& p = define_primitive("gather")
+                                  .linear()
+                                  .shape(&gather_rule)
+                                  .reference(&gather_reference)
+                                  .cpu(&gather_cpu)
+                                  .jvp(&gather_jvp)
+                                  .transpose(&gather_transpose)
+                                  .batch(&gather_batch)
+                                  .build();
+  return p;
+}
 
 // ---- scatter_add ----
 
@@ -137,7 +148,18 @@ void scatter_add_batch(const Primitive&, const std::vector<Tensor>& values, cons
   out = {batched_scatter_add(o, ib, u, axis + 1)};
 }
 
-FLUXION_INDEXING_PRIMITIVE(scatter_add, true, &scatter_add_jvp, &scatter_add_transpose)
+const Primitive& scatter_add_p() {
+  static const Primitive& p = define_primitive("scatter_add")
+                                  .linear()
+                                  .shape(&scatter_add_rule)
+                                  .reference(&scatter_add_reference)
+                                  .cpu(&scatter_add_cpu)
+                                  .jvp(&scatter_add_jvp)
+                                  .transpose(&scatter_add_transpose)
+                                  .batch(&scatter_add_batch)
+                                  .build();
+  return p;
+}
 
 }  // namespace fluxion::primitives::indexing_family
 

@@ -99,7 +99,18 @@ void pad_batch(const Primitive&, const std::vector<Tensor>& values, const std::v
   out_dims = {0};
 }
 
-FLUXION_INDEXING_PRIMITIVE(pad, true, &all_linear_jvp, &pad_transpose)
+const Primitive& pad_p() {
+  static const Primitive& p = define_primitive("pad")
+                                  .linear()
+                                  .shape(&pad_rule)
+                                  .reference(&pad_reference)
+                                  .cpu(&pad_cpu)
+                                  .jvp(&all_linear_jvp)
+                                  .transpose(&pad_transpose)
+                                  .batch(&pad_batch)
+                                  .build();
+  return p;
+}
 
 // ---- concatenate ----
 
@@ -159,7 +170,18 @@ void concatenate_batch(const Primitive&, const std::vector<Tensor>& values, cons
   out_dims = {0};
 }
 
-FLUXION_INDEXING_PRIMITIVE(concatenate, true, &all_linear_jvp, &concatenate_transpose)
+const Primitive& concatenate_p() {
+  static const Primitive& p = define_primitive("concatenate")
+                                  .linear()
+                                  .shape(&concatenate_rule)
+                                  .reference(&concatenate_reference)
+                                  .cpu(&concatenate_cpu)
+                                  .jvp(&all_linear_jvp)
+                                  .transpose(&concatenate_transpose)
+                                  .batch(&concatenate_batch)
+                                  .build();
+  return p;
+}
 
 // ---- iota ----
 
@@ -185,7 +207,16 @@ void iota_batch(const Primitive& self, const std::vector<Tensor>& values, const 
   out_dims.assign(out.size(), kNotMapped);
 }
 
-FLUXION_INDEXING_PRIMITIVE(iota, false, &zero_jvp_rule, nullptr)
+const Primitive& iota_p() {
+  static const Primitive& p = define_primitive("iota")
+                                  .shape(&iota_rule)
+                                  .reference(&iota_reference)
+                                  .cpu(&iota_cpu)
+                                  .jvp(&zero_jvp_rule)
+                                  .batch(&iota_batch)
+                                  .build();
+  return p;
+}
 
 }  // namespace fluxion::primitives::indexing_family
 

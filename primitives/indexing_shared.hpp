@@ -1,11 +1,12 @@
-/// Internal to the indexing family (indexing_*.cpp): shared checks, rule helpers, the kernel and
-/// primitive macros. Defined in indexing_common.cpp.
+/// Internal to the indexing family (indexing_*.cpp): shared checks, rule helpers and the kernel
+/// macro. Defined in indexing_common.cpp.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "backends/cpu/indexing.hpp"
 #include "backends/reference/indexing.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/indexing.hpp"
 #include "primitives/registry.hpp"
@@ -57,9 +58,6 @@ void all_linear_jvp(const Primitive& self, const std::vector<Tensor>& primals, c
 /// `axis` counted from the end when negative; AxisError naming `where` when out of range.
 int64_t normalized_axis(const char* where, int64_t axis, int64_t rank);
 
-Primitive make_indexing(const char* name, ShapeRule rule, Kernel cpu_kernel, Kernel reference_kernel, bool linear,
-                        JvpRule jvp, TransposeRule transpose, BatchRule batch);
-
 }  // namespace fluxion::primitives::indexing_family
 
 // name_cpu and name_reference: unpack params, call the backend's kernel (namespace k).
@@ -71,11 +69,4 @@ Primitive make_indexing(const char* name, ShapeRule rule, Kernel cpu_kernel, Ker
   void name##_reference(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) { \
     namespace k = reference::indexing_kernels;                                                           \
     __VA_ARGS__;                                                                                         \
-  }
-// name_p(): the primitive from name_rule, name_cpu, name_reference and name_batch.
-#define FLUXION_INDEXING_PRIMITIVE(name, linear, jvp, transpose)                                                   \
-  const Primitive& name##_p() {                                                                                    \
-    static const Primitive p =                                                                                     \
-        make_indexing(#name, &name##_rule, &name##_cpu, &name##_reference, linear, jvp, transpose, &name##_batch); \
-    return p;                                                                                                      \
   }

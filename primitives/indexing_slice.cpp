@@ -67,7 +67,18 @@ void slice_batch(const Primitive&, const std::vector<Tensor>& values, const std:
   out_dims = {bd};
 }
 
-FLUXION_INDEXING_PRIMITIVE(slice, true, &all_linear_jvp, &slice_transpose)
+const Primitive& slice_p() {
+  static const Primitive& p = define_primitive("slice")
+                                  .linear()
+                                  .shape(&slice_rule)
+                                  .reference(&slice_reference)
+                                  .cpu(&slice_cpu)
+                                  .jvp(&all_linear_jvp)
+                                  .transpose(&slice_transpose)
+                                  .batch(&slice_batch)
+                                  .build();
+  return p;
+}
 
 // ---- dynamic_slice ----
 
@@ -153,7 +164,18 @@ void dynamic_slice_batch(const Primitive&, const std::vector<Tensor>& values, co
   out_dims = {bd};
 }
 
-FLUXION_INDEXING_PRIMITIVE(dynamic_slice, true, &dynamic_slice_jvp, &dynamic_slice_transpose)
+const Primitive& dynamic_slice_p() {
+  static const Primitive& p = define_primitive("dynamic_slice")
+                                  .linear()
+                                  .shape(&dynamic_slice_rule)
+                                  .reference(&dynamic_slice_reference)
+                                  .cpu(&dynamic_slice_cpu)
+                                  .jvp(&dynamic_slice_jvp)
+                                  .transpose(&dynamic_slice_transpose)
+                                  .batch(&dynamic_slice_batch)
+                                  .build();
+  return p;
+}
 
 // ---- dynamic_update_slice ----
 
@@ -247,7 +269,18 @@ void dynamic_update_slice_batch(const Primitive&, const std::vector<Tensor>& val
   out = {lax::select(mask, g, x)};
 }
 
-FLUXION_INDEXING_PRIMITIVE(dynamic_update_slice, true, &dynamic_update_slice_jvp, &dynamic_update_slice_transpose)
+const Primitive& dynamic_update_slice_p() {
+  static const Primitive& p = define_primitive("dynamic_update_slice")
+                                  .linear()
+                                  .shape(&dynamic_update_slice_rule)
+                                  .reference(&dynamic_update_slice_reference)
+                                  .cpu(&dynamic_update_slice_cpu)
+                                  .jvp(&dynamic_update_slice_jvp)
+                                  .transpose(&dynamic_update_slice_transpose)
+                                  .batch(&dynamic_update_slice_batch)
+                                  .build();
+  return p;
+}
 
 }  // namespace fluxion::primitives::indexing_family
 

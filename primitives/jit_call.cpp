@@ -7,6 +7,7 @@
 
 #include "fluxion/control_flow.hpp"
 #include "fluxion/jit.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/registry.hpp"
 #include "runtime/plan_cache.hpp"
 #include "transforms/batching.hpp"
@@ -293,20 +294,16 @@ const Jaxpr& callee(const Params& params) { return params.as<JitCallParams>().ja
 }  // namespace jit_call_detail
 
 const Primitive& jit_call_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "jit_call";
-    q.shape_rule = &jit_call_detail::shape_rule;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &jit_call_detail::cpu_kernel;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &jit_call_detail::reference_kernel;
-    q.jvp = &jit_call_detail::jvp_rule;
-    q.transpose = &jit_call_detail::transpose_rule;
-    q.batch = &jit_call_detail::batch_rule;
-    q.partial_eval = &jit_call_detail::partial_eval_rule;
-    q.callee = &jit_call_detail::callee;
-    q.callee_transparent = true;
-    return q;
-  }();
+  static const Primitive& p = primitives::define_primitive("jit_call")
+                                  .shape(&jit_call_detail::shape_rule)
+                                  .reference(&jit_call_detail::reference_kernel)
+                                  .cpu(&jit_call_detail::cpu_kernel)
+                                  .jvp(&jit_call_detail::jvp_rule)
+                                  .transpose(&jit_call_detail::transpose_rule)
+                                  .batch(&jit_call_detail::batch_rule)
+                                  .partial_eval(&jit_call_detail::partial_eval_rule)
+                                  .callee(&jit_call_detail::callee, /*transparent=*/true)
+                                  .build();
   return p;
 }
 

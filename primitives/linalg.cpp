@@ -14,6 +14,7 @@
 #include "backends/cpu/gemm.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
@@ -224,17 +225,14 @@ void solve_batch(const Primitive& self, const std::vector<Tensor>& values, const
 }
 
 const Primitive& solve_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "linalg_solve";
-    q.shape_rule = &solve_shape_rule;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &solve_kernel<true>;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &solve_kernel<kLightKernels>;
-    q.jvp = &solve_jvp;
-    q.transpose = &solve_transpose;
-    q.batch = &solve_batch;
-    return q;
-  }();
+  static const Primitive& p = define_primitive("linalg_solve")
+                                  .shape(&solve_shape_rule)
+                                  .reference(&solve_kernel<true>)
+                                  .cpu(&solve_kernel<kLightKernels>)
+                                  .jvp(&solve_jvp)
+                                  .transpose(&solve_transpose)
+                                  .batch(&solve_batch)
+                                  .build();
   return p;
 }
 

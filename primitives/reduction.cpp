@@ -1,6 +1,6 @@
 // Reductions: reduce_sum reduce_max reduce_min reduce_prod over a set of axes, argmax argmin over
 // one axis, and cumsum (inclusive prefix sum). Each reduction is one Op struct (Eigen functor for
-// the CPU kernel, accumulator for the independent reference) plus one registration line.
+// the CPU kernel, accumulator for the independent reference) plus one declaration.
 //
 // Semantics (XLA/JAX): axes are sorted, unique and in range; the output drops them. Reducing no
 // axes returns the input. Reducing zero elements gives the identity: sum 0, prod 1, max -inf
@@ -21,6 +21,7 @@
 #include "backends/cpu/reduction.hpp"
 #include "backends/reference/reduction.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/reduction.hpp"
 #include "primitives/registry.hpp"
@@ -91,7 +92,7 @@ struct Min {
   }
 };
 
-// ---- validation ----
+// ---- helpers of the family ----
 
 // Axes must be strictly increasing and in [0, rank).
 void check_axes(const Primitive& self, const AbstractValue& x, const std::vector<int64_t>& axes) {
@@ -123,64 +124,6 @@ Shape drop_axes(const Shape& s, const std::vector<int64_t>& axes) {
   return out;
 }
 
-std::vector<AbstractValue> reduce_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
-                                             const Params& params) {
-  check_arity(self, in, 1);
-  check_dtype_in(self, in[0], kNumeric);
-  const auto& axes = params.as<ReduceParams>().axes;
-  check_axes(self, in[0], axes);
-  return {AbstractValue{drop_axes(in[0].shape, axes), in[0].dtype}};
-}
-
-std::vector<AbstractValue> arg_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
-                                          const Params& params) {
-  check_arity(self, in, 1);
-  check_dtype_in(self, in[0], kNumeric);
-  const auto& p = params.as<ArgParams>();
-  if (p.axes.size() != 1) {
-    std::ostringstream os;
-    detail::print_param(os, p.axes);
-    detail::fail<AxisError>(self.name.c_str(), "takes exactly one axis, got axes=", os.str(), " for operand ",
-                            in[0], ". Reduce one axis at a time (or reshape the axes into one).");
-  }
-  check_axes(self, in[0], p.axes);
-  if (p.index_dtype != i32 && p.index_dtype != i64)
-    detail::fail<DTypeError>(self.name.c_str(), "index_dtype must be i32 or i64, got ", p.index_dtype, ".");
-  const int64_t n = in[0].shape[p.axes[0]];
-  if (n == 0)
-    detail::fail<ShapeError>(self.name.c_str(), "cannot take the ", self.name, " of an empty axis: axis ",
-                             p.axes[0], " of ", in[0], " has size 0. Check the shape, or guard the call.");
-  if (p.index_dtype == i32 && n - 1 > std::numeric_limits<int32_t>::max())
-    detail::fail<ShapeError>(self.name.c_str(), "axis ", p.axes[0], " of ", in[0],
-                             " is too long for i32 indices. Pass index_dtype=i64.");
-  return {AbstractValue{drop_axes(in[0].shape, p.axes), p.index_dtype}};
-}
-
-std::vector<AbstractValue> cumsum_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
-                                             const Params& params) {
-  check_arity(self, in, 1);
-  check_dtype_in(self, in[0], kNumeric);
-  const auto& p = params.as<CumsumParams>();
-  if (p.axis < 0 || p.axis >= in[0].ndim())
-    detail::fail<AxisError>(self.name.c_str(), "axis ", p.axis, " is out of range for operand ", in[0], " of rank ",
-                            in[0].ndim(), ". Use an axis in [0, ", in[0].ndim(), ").");
-  return {in[0]};
-}
-
-// ---- kernels ----
-
-template <class Op, bool Reference>
-void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
-  const auto& axes = params.as<ReduceParams>().axes;
-  dispatch_dtype(in[0].dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      if constexpr (Reference) reference::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
-      else cpu::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
-    }
-  });
-}
-
 // [outer, n, inner] extents around `axis`.
 std::array<int64_t, 3> split_at(const Shape& s, int64_t axis) {
   std::array<int64_t, 3> r{1, s[axis], 1};
@@ -188,47 +131,6 @@ std::array<int64_t, 3> split_at(const Shape& s, int64_t axis) {
     if (d != axis) r[d < axis ? 0 : 2] *= s[d];
   return r;
 }
-
-template <bool IsMax, bool Reference>
-void arg_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
-  const auto& p = params.as<ArgParams>();
-  const int64_t axis = p.axes[0];
-  dispatch_dtype(in[0].dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      dispatch_dtype(p.index_dtype, [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
-          if constexpr (Reference) {
-            reference::arg_reduce<IsMax>(in[0].data<T>(), in[0].shape().dims(), axis, out[0].mutable_data<I>());
-          } else {
-            auto [outer, n, inner] = split_at(in[0].shape(), axis);
-            cpu::arg_reduce<IsMax>(in[0].data<T>(), outer, n, inner, out[0].mutable_data<I>());
-          }
-        }
-      });
-    }
-  });
-}
-
-template <bool Reference>
-void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
-  const auto& p = params.as<CumsumParams>();
-  dispatch_dtype(in[0].dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      if constexpr (Reference) {
-        reference::cumsum<Extended<T>>(in[0].data<T>(), in[0].shape().dims(), p.axis, p.reverse, out[0].mutable_data<T>());
-      } else {
-        auto [outer, n, inner] = split_at(in[0].shape(), p.axis);
-        using A = std::conditional_t<std::is_floating_point_v<T>, double, Wrapping<T>>;
-        cpu::cumsum<A>(in[0].data<T>(), outer, n, inner, p.reverse, out[0].mutable_data<T>());
-      }
-    }
-  });
-}
-
-// ---- differentiation and batching rules ----
 
 // Axes of a rank-`rank` operand not in the sorted list `axes`.
 std::vector<int64_t> kept_axes(int64_t rank, const std::vector<int64_t>& axes) {
@@ -245,6 +147,51 @@ Tensor broadcast_back(const Tensor& y, const Shape& shape, const std::vector<int
   return lax::broadcast_in_dim(y, shape, kept_axes(shape.size(), axes));
 }
 
+// Logical axes of an operand mapped along `bdim` -> physical axes (still sorted); also the batch
+// axis of the reduced result.
+std::vector<int64_t> physical_axes(const std::vector<int64_t>& axes, int64_t bdim, int64_t* out_dim) {
+  std::vector<int64_t> phys;
+  int64_t before = 0;
+  for (int64_t a : axes) {
+    phys.push_back(a >= bdim ? a + 1 : a);
+    before += a < bdim;
+  }
+  *out_dim = bdim - before;
+  return phys;
+}
+
+// ---- reduce_sum, reduce_max, reduce_min, reduce_prod: one shape rule, kernel and batching rule ----
+
+std::vector<AbstractValue> reduce_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                             const Params& params) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], kNumeric);
+  const auto& axes = params.as<ReduceParams>().axes;
+  check_axes(self, in[0], axes);
+  return {AbstractValue{drop_axes(in[0].shape, axes), in[0].dtype}};
+}
+
+template <class Op, bool Reference>
+void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& axes = params.as<ReduceParams>().axes;
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if constexpr (Reference) reference::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
+      else cpu::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
+    }
+  });
+}
+
+// Batching of reduce_*: reduce the shifted axes in place; the batch axis survives.
+void reduce_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                  const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  int64_t od = 0;
+  std::vector<int64_t> axes = physical_axes(params.as<ReduceParams>().axes, dims[0], &od);
+  out = fluxion::bind(self, values, ReduceParams(std::move(axes)));
+  out_dims = {od};
+}
+
 // reduce_sum is linear: its transpose broadcasts the cotangent back over the reduced axes.
 void reduce_sum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
                           const std::vector<AbstractValue>& in_avals, const Params& params,
@@ -252,6 +199,19 @@ void reduce_sum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, 
   if (!cts_out[0].defined()) return;
   const auto& axes = params.as<ReduceParams>().axes;
   cts_in[0] = axes.empty() ? cts_out[0] : broadcast_back(cts_out[0], in_avals[0].shape, axes);
+}
+
+const Primitive& reduce_sum_p() {
+  static const Primitive& p = define_primitive(Sum::name)
+                                  .linear()
+                                  .shape(&reduce_shape_rule)
+                                  .reference(&reduce_kernel<Sum, true>)
+                                  .cpu(&reduce_kernel<Sum, kLightKernels>)
+                                  .jvp(&linear_jvp_rule)
+                                  .transpose(&reduce_sum_transpose)
+                                  .batch(&reduce_batch)
+                                  .build();
+  return p;
 }
 
 // reduce_max/min (like JAX): the tangent at the positions equal to the result, averaged over ties.
@@ -268,6 +228,28 @@ void reduce_chooser_jvp(const Primitive& self, const std::vector<Tensor>& primal
   Tensor mask = lax::convert_element_type(lax::eq(x, broadcast_back(primals_out[0], x.shape(), axes)), t.dtype());
   Tensor count = lax::reduce_sum(mask, axes);
   tangents_out = {lax::div(lax::reduce_sum(lax::mul(t, mask), axes), count)};
+}
+
+const Primitive& reduce_max_p() {
+  static const Primitive& p = define_primitive(Max::name)
+                                  .shape(&reduce_shape_rule)
+                                  .reference(&reduce_kernel<Max, true>)
+                                  .cpu(&reduce_kernel<Max, kLightKernels>)
+                                  .jvp(&reduce_chooser_jvp)
+                                  .batch(&reduce_batch)
+                                  .build();
+  return p;
+}
+
+const Primitive& reduce_min_p() {
+  static const Primitive& p = define_primitive(Min::name)
+                                  .shape(&reduce_shape_rule)
+                                  .reference(&reduce_kernel<Min, true>)
+                                  .cpu(&reduce_kernel<Min, kLightKernels>)
+                                  .jvp(&reduce_chooser_jvp)
+                                  .batch(&reduce_batch)
+                                  .build();
+  return p;
 }
 
 // `x` shifted by k >= 1 along its last axis (of size n > k), the vacated positions filled with
@@ -330,34 +312,63 @@ void reduce_prod_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
   tangents_out = {lax::reduce_sum(lax::mul(tg, others), {last})};
 }
 
-// cumsum is linear: its transpose is the cumsum in the other direction.
-void cumsum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
-                      const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
-  if (!cts_out[0].defined()) return;
-  const auto& p = params.as<CumsumParams>();
-  cts_in[0] = lax::cumsum(cts_out[0], p.axis, !p.reverse);
+const Primitive& reduce_prod_p() {
+  static const Primitive& p = define_primitive(Prod::name)
+                                  .shape(&reduce_shape_rule)
+                                  .reference(&reduce_kernel<Prod, true>)
+                                  .cpu(&reduce_kernel<Prod, kLightKernels>)
+                                  .jvp(&reduce_prod_jvp)
+                                  .batch(&reduce_batch)
+                                  .build();
+  return p;
 }
 
-// Logical axes of an operand mapped along `bdim` -> physical axes (still sorted); also the batch
-// axis of the reduced result.
-std::vector<int64_t> physical_axes(const std::vector<int64_t>& axes, int64_t bdim, int64_t* out_dim) {
-  std::vector<int64_t> phys;
-  int64_t before = 0;
-  for (int64_t a : axes) {
-    phys.push_back(a >= bdim ? a + 1 : a);
-    before += a < bdim;
+// ---- argmax, argmin ----
+
+std::vector<AbstractValue> arg_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                          const Params& params) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], kNumeric);
+  const auto& p = params.as<ArgParams>();
+  if (p.axes.size() != 1) {
+    std::ostringstream os;
+    detail::print_param(os, p.axes);
+    detail::fail<AxisError>(self.name.c_str(), "takes exactly one axis, got axes=", os.str(), " for operand ",
+                            in[0], ". Reduce one axis at a time (or reshape the axes into one).");
   }
-  *out_dim = bdim - before;
-  return phys;
+  check_axes(self, in[0], p.axes);
+  if (p.index_dtype != i32 && p.index_dtype != i64)
+    detail::fail<DTypeError>(self.name.c_str(), "index_dtype must be i32 or i64, got ", p.index_dtype, ".");
+  const int64_t n = in[0].shape[p.axes[0]];
+  if (n == 0)
+    detail::fail<ShapeError>(self.name.c_str(), "cannot take the ", self.name, " of an empty axis: axis ",
+                             p.axes[0], " of ", in[0], " has size 0. Check the shape, or guard the call.");
+  if (p.index_dtype == i32 && n - 1 > std::numeric_limits<int32_t>::max())
+    detail::fail<ShapeError>(self.name.c_str(), "axis ", p.axes[0], " of ", in[0],
+                             " is too long for i32 indices. Pass index_dtype=i64.");
+  return {AbstractValue{drop_axes(in[0].shape, p.axes), p.index_dtype}};
 }
 
-// Batching of reduce_*: reduce the shifted axes in place; the batch axis survives.
-void reduce_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
-                  const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
-  int64_t od = 0;
-  std::vector<int64_t> axes = physical_axes(params.as<ReduceParams>().axes, dims[0], &od);
-  out = fluxion::bind(self, values, ReduceParams(std::move(axes)));
-  out_dims = {od};
+template <bool IsMax, bool Reference>
+void arg_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<ArgParams>();
+  const int64_t axis = p.axes[0];
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      dispatch_dtype(p.index_dtype, [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
+          if constexpr (Reference) {
+            reference::arg_reduce<IsMax>(in[0].data<T>(), in[0].shape().dims(), axis, out[0].mutable_data<I>());
+          } else {
+            auto [outer, n, inner] = split_at(in[0].shape(), axis);
+            cpu::arg_reduce<IsMax>(in[0].data<T>(), outer, n, inner, out[0].mutable_data<I>());
+          }
+        }
+      });
+    }
+  });
 }
 
 void arg_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
@@ -369,6 +380,66 @@ void arg_batch(const Primitive& self, const std::vector<Tensor>& values, const s
   out_dims = {od};
 }
 
+const Primitive& argmax_p() {
+  static const Primitive& p = define_primitive("argmax")
+                                  .shape(&arg_shape_rule)
+                                  .reference(&arg_kernel<true, true>)
+                                  .cpu(&arg_kernel<true, kLightKernels>)
+                                  .jvp(&zero_jvp_rule)
+                                  .batch(&arg_batch)
+                                  .build();
+  return p;
+}
+
+const Primitive& argmin_p() {
+  static const Primitive& p = define_primitive("argmin")
+                                  .shape(&arg_shape_rule)
+                                  .reference(&arg_kernel<false, true>)
+                                  .cpu(&arg_kernel<false, kLightKernels>)
+                                  .jvp(&zero_jvp_rule)
+                                  .batch(&arg_batch)
+                                  .build();
+  return p;
+}
+
+// ---- cumsum ----
+
+std::vector<AbstractValue> cumsum_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
+                                             const Params& params) {
+  check_arity(self, in, 1);
+  check_dtype_in(self, in[0], kNumeric);
+  const auto& p = params.as<CumsumParams>();
+  if (p.axis < 0 || p.axis >= in[0].ndim())
+    detail::fail<AxisError>(self.name.c_str(), "axis ", p.axis, " is out of range for operand ", in[0], " of rank ",
+                            in[0].ndim(), ". Use an axis in [0, ", in[0].ndim(), ").");
+  return {in[0]};
+}
+
+template <bool Reference>
+void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<CumsumParams>();
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if constexpr (Reference) {
+        reference::cumsum<Extended<T>>(in[0].data<T>(), in[0].shape().dims(), p.axis, p.reverse, out[0].mutable_data<T>());
+      } else {
+        auto [outer, n, inner] = split_at(in[0].shape(), p.axis);
+        using A = std::conditional_t<std::is_floating_point_v<T>, double, Wrapping<T>>;
+        cpu::cumsum<A>(in[0].data<T>(), outer, n, inner, p.reverse, out[0].mutable_data<T>());
+      }
+    }
+  });
+}
+
+// cumsum is linear: its transpose is the cumsum in the other direction.
+void cumsum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
+                      const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
+  if (!cts_out[0].defined()) return;
+  const auto& p = params.as<CumsumParams>();
+  cts_in[0] = lax::cumsum(cts_out[0], p.axis, !p.reverse);
+}
+
 void cumsum_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
                   const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
   const auto& p = params.as<CumsumParams>();
@@ -376,58 +447,16 @@ void cumsum_batch(const Primitive& self, const std::vector<Tensor>& values, cons
   out_dims = {dims[0]};
 }
 
-Primitive with_rules(Primitive p, JvpRule jvp, TransposeRule transpose, BatchRule batch) {
-  p.jvp = jvp;
-  p.transpose = transpose;
-  p.batch = batch;
-  return p;
-}
-
-Primitive make_primitive(const char* name, ShapeRule rule, Kernel reference, Kernel cpu, bool linear = false) {
-  Primitive p;
-  p.name = name;
-  p.traits.linear = linear;
-  p.shape_rule = rule;
-  p.kernels[static_cast<size_t>(Backend::reference)] = reference;
-  p.kernels[static_cast<size_t>(Backend::cpu)] = cpu;
-  return p;
-}
-
-template <class Op>
-Primitive make_reduce(bool linear = false) {
-  return make_primitive(Op::name, &reduce_shape_rule, &reduce_kernel<Op, true>, &reduce_kernel<Op, kLightKernels>, linear);
-}
-
-const Primitive& reduce_sum_p() {
-  static const Primitive p = with_rules(make_reduce<Sum>(/*linear=*/true), &linear_jvp_rule, &reduce_sum_transpose, &reduce_batch);
-  return p;
-}
-const Primitive& reduce_max_p() {
-  static const Primitive p = with_rules(make_reduce<Max>(), &reduce_chooser_jvp, nullptr, &reduce_batch);
-  return p;
-}
-const Primitive& reduce_min_p() {
-  static const Primitive p = with_rules(make_reduce<Min>(), &reduce_chooser_jvp, nullptr, &reduce_batch);
-  return p;
-}
-const Primitive& reduce_prod_p() {
-  static const Primitive p = with_rules(make_reduce<Prod>(), &reduce_prod_jvp, nullptr, &reduce_batch);
-  return p;
-}
-const Primitive& argmax_p() {
-  static const Primitive p = with_rules(make_primitive("argmax", &arg_shape_rule, &arg_kernel<true, true>, &arg_kernel<true, kLightKernels>),
-                                       &zero_jvp_rule, nullptr, &arg_batch);
-  return p;
-}
-const Primitive& argmin_p() {
-  static const Primitive p = with_rules(make_primitive("argmin", &arg_shape_rule, &arg_kernel<false, true>, &arg_kernel<false, kLightKernels>),
-                                       &zero_jvp_rule, nullptr, &arg_batch);
-  return p;
-}
 const Primitive& cumsum_p() {
-  static const Primitive p =
-      with_rules(make_primitive("cumsum", &cumsum_shape_rule, &cumsum_kernel<true>, &cumsum_kernel<kLightKernels>, /*linear=*/true),
-                 &linear_jvp_rule, &cumsum_transpose, &cumsum_batch);
+  static const Primitive& p = define_primitive("cumsum")
+                                  .linear()
+                                  .shape(&cumsum_shape_rule)
+                                  .reference(&cumsum_kernel<true>)
+                                  .cpu(&cumsum_kernel<kLightKernels>)
+                                  .jvp(&linear_jvp_rule)
+                                  .transpose(&cumsum_transpose)
+                                  .batch(&cumsum_batch)
+                                  .build();
   return p;
 }
 

@@ -5,6 +5,7 @@
 
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "runtime/plan_cache.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/partial_eval.hpp"
@@ -428,18 +429,15 @@ void batch_rule(const Primitive& self, const Slices& values, const std::vector<i
 }  // namespace scan_detail
 
 const Primitive& scan_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "scan";
-    q.shape_rule = &scan_detail::shape_rule;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &scan_detail::compiled_kernel;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &scan_detail::reference_kernel;
-    q.jvp = &scan_detail::jvp_rule;
-    q.transpose = &scan_detail::transpose_rule;
-    q.batch = &scan_detail::batch_rule;
-    q.partial_eval = &scan_detail::partial_eval_rule;
-    return q;
-  }();
+  static const Primitive& p = primitives::define_primitive("scan")
+                                  .shape(&scan_detail::shape_rule)
+                                  .reference(&scan_detail::reference_kernel)
+                                  .cpu(&scan_detail::compiled_kernel)
+                                  .jvp(&scan_detail::jvp_rule)
+                                  .transpose(&scan_detail::transpose_rule)
+                                  .batch(&scan_detail::batch_rule)
+                                  .partial_eval(&scan_detail::partial_eval_rule)
+                                  .build();
   return p;
 }
 

@@ -1,13 +1,15 @@
 // Shape and movement primitives: broadcast_in_dim reshape transpose squeeze expand_dims. All are
 // linear; reshape, squeeze and expand_dims are views (eager evaluation shares the operand's
 // buffer), their kernels are plain copies kept for completeness. Params hold canonical
-// (non-negative) axes: the lax wrappers normalise negative ones.
+// (non-negative) axes: the lax wrappers normalise negative ones. Each primitive's shape rule,
+// kernels, transpose, batching rule and declaration, in that order.
 #include <algorithm>
 #include <sstream>
 
 #include "backends/cpu/shape.hpp"
 #include "backends/reference/shape.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 #include "primitives/shape.hpp"
@@ -25,7 +27,31 @@ std::string axes_str(const Axes& v) {
   return os.str();
 }
 
-// ---- shape rules ----
+// ---- shared by the five ----
+// All five are linear in their single operand: the jvp applies the primitive to the tangent, the
+// transpose undoes the movement (summing where broadcast_in_dim copied). Integer and bool operands
+// have no tangents. The views' kernels are plain copies.
+
+void copy_cpu(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+  cpu::shape_kernels::copy_flat(in[0], out[0]);
+}
+void copy_reference(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+  reference::shape_kernels::copy_flat(in[0], out[0]);
+}
+
+void movement_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                  const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+  primals_out = fluxion::bind(self, primals, params);
+  tangents_out.assign(1, Tensor());
+  if (tangents[0].defined() && is_floating(primals_out[0].dtype()))
+    tangents_out[0] = fluxion::bind1(self, {tangents[0]}, params);
+}
+
+// The batched operand is always mapped (single input). Logical axis a of an operand mapped along
+// bd sits at physical axis a < bd ? a : a + 1.
+int64_t physical_axis(int64_t a, int64_t bd) { return a < bd ? a : a + 1; }
+
+// ---- broadcast_in_dim ----
 
 std::vector<AbstractValue> broadcast_in_dim_rule(const Primitive& self, const std::vector<AbstractValue>& in,
                                                  const Params& params) {
@@ -57,6 +83,65 @@ std::vector<AbstractValue> broadcast_in_dim_rule(const Primitive& self, const st
   return {AbstractValue{p.shape, x.dtype}};
 }
 
+void broadcast_in_dim_cpu(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
+  cpu::shape_kernels::broadcast_in_dim(in[0], p.as<BroadcastInDimParams>().broadcast_dimensions, out[0]);
+}
+void broadcast_in_dim_reference(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
+  reference::shape_kernels::broadcast_in_dim(in[0], p.as<BroadcastInDimParams>().broadcast_dimensions, out[0]);
+}
+
+// Sums the cotangent over the new output dims and over operand dims of size 1 that were expanded,
+// then restores the operand's size-1 dims with a reshape.
+void broadcast_in_dim_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
+                                const std::vector<AbstractValue>& in_avals, const Params& params,
+                                std::vector<Tensor>& cts_in) {
+  const Tensor& ct = cts_out[0];
+  if (!ct.defined() || inputs[0].defined()) return;
+  const auto& p = params.as<BroadcastInDimParams>();
+  const AbstractValue& x = in_avals[0];
+  const int64_t out_rank = p.shape.size();
+  std::vector<int64_t> source(static_cast<size_t>(out_rank), -1);  // operand dim of each output dim
+  for (size_t i = 0; i < p.broadcast_dimensions.size(); ++i)
+    source[static_cast<size_t>(p.broadcast_dimensions[i])] = static_cast<int64_t>(i);
+  Axes sum_axes;
+  for (int64_t d = 0; d < out_rank; ++d) {
+    const int64_t i = source[static_cast<size_t>(d)];
+    if (i < 0 || (x.shape[i] == 1 && p.shape[d] != 1)) sum_axes.push_back(d);
+  }
+  Tensor r = sum_axes.empty() ? ct : lax::reduce_sum(ct, sum_axes);
+  if (r.shape() != x.shape) r = lax::reshape(r, x.shape);
+  cts_in[0] = r;
+}
+
+void broadcast_in_dim_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                            const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const auto& p = params.as<BroadcastInDimParams>();
+  const Tensor& v = values[0];
+  const int64_t size = v.shape()[dims[0]];
+  Tensor x = batching::move_axis(v, dims[0], 0);
+  std::vector<int64_t> shape{size};
+  shape.insert(shape.end(), p.shape.begin(), p.shape.end());
+  Axes bdims{0};
+  for (int64_t d : p.broadcast_dimensions) bdims.push_back(d + 1);
+  out = {lax::broadcast_in_dim(x, Shape(shape), bdims)};
+  out_dims = {0};
+}
+
+const Primitive& broadcast_in_dim_p() {
+  static const Primitive& p = define_primitive("broadcast_in_dim")
+                                  .linear()
+                                  .shape(&broadcast_in_dim_rule)
+                                  .reference(&broadcast_in_dim_reference)
+                                  .cpu(&broadcast_in_dim_cpu)
+                                  .jvp(&movement_jvp)
+                                  .transpose(&broadcast_in_dim_transpose)
+                                  .batch(&broadcast_in_dim_batch)
+                                  .build();
+  return p;
+}
+
+// ---- reshape ----
+
 std::vector<AbstractValue> reshape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
                                         const Params& params) {
   check_arity(self, in, 1);
@@ -69,6 +154,38 @@ std::vector<AbstractValue> reshape_rule(const Primitive& self, const std::vector
                              p.new_sizes, " (", want, " elements). The element count must stay the same.");
   return {AbstractValue{p.new_sizes, in[0].dtype}};
 }
+
+void reshape_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
+                       const std::vector<AbstractValue>& in_avals, const Params&, std::vector<Tensor>& cts_in) {
+  if (!cts_out[0].defined() || inputs[0].defined()) return;
+  cts_in[0] = lax::reshape(cts_out[0], in_avals[0].shape);
+}
+
+void reshape_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                   const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const Shape& to = params.as<ReshapeParams>().new_sizes;
+  const Tensor& v = values[0];
+  std::vector<int64_t> shape{v.shape()[dims[0]]};
+  shape.insert(shape.end(), to.begin(), to.end());
+  out = {lax::reshape(batching::move_axis(v, dims[0], 0), Shape(shape))};
+  out_dims = {0};
+}
+
+const Primitive& reshape_p() {
+  static const Primitive& p = define_primitive("reshape")
+                                  .linear()
+                                  .view()
+                                  .shape(&reshape_rule)
+                                  .reference(&copy_reference)
+                                  .cpu(&copy_cpu)
+                                  .jvp(&movement_jvp)
+                                  .transpose(&reshape_transpose)
+                                  .batch(&reshape_batch)
+                                  .build();
+  return p;
+}
+
+// ---- transpose ----
 
 std::vector<AbstractValue> transpose_rule(const Primitive& self, const std::vector<AbstractValue>& in,
                                           const Params& params) {
@@ -91,6 +208,47 @@ std::vector<AbstractValue> transpose_rule(const Primitive& self, const std::vect
   for (int64_t k : perm) out.push_back(x.shape[k]);
   return {AbstractValue{out, x.dtype}};
 }
+
+void transpose_cpu(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
+  cpu::shape_kernels::transpose(in[0], p.as<TransposeParams>().permutation, out[0]);
+}
+void transpose_reference(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
+  reference::shape_kernels::transpose(in[0], p.as<TransposeParams>().permutation, out[0]);
+}
+
+void transpose_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
+                         const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
+  if (!cts_out[0].defined() || inputs[0].defined()) return;
+  const Axes& perm = params.as<TransposeParams>().permutation;
+  Axes inverse(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inverse[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+  cts_in[0] = lax::transpose(cts_out[0], inverse);
+}
+
+// One transpose: the batch axis goes first, the logical axes follow in permuted order.
+void transpose_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                     const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const int64_t bd = dims[0];
+  Axes perm{bd};
+  for (int64_t a : params.as<TransposeParams>().permutation) perm.push_back(physical_axis(a, bd));
+  out = {lax::transpose(values[0], perm)};
+  out_dims = {0};
+}
+
+const Primitive& transpose_p() {
+  static const Primitive& p = define_primitive("transpose")
+                                  .linear()
+                                  .shape(&transpose_rule)
+                                  .reference(&transpose_reference)
+                                  .cpu(&transpose_cpu)
+                                  .jvp(&movement_jvp)
+                                  .transpose(&transpose_transpose)
+                                  .batch(&transpose_batch)
+                                  .build();
+  return p;
+}
+
+// ---- squeeze ----
 
 std::vector<AbstractValue> squeeze_rule(const Primitive& self, const std::vector<AbstractValue>& in,
                                         const Params& params) {
@@ -119,6 +277,42 @@ std::vector<AbstractValue> squeeze_rule(const Primitive& self, const std::vector
   return {AbstractValue{out, x.dtype}};
 }
 
+void squeeze_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
+                       const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
+  if (!cts_out[0].defined() || inputs[0].defined()) return;
+  cts_in[0] = lax::expand_dims(cts_out[0], params.as<SqueezeParams>().dimensions);
+}
+
+// Squeezes the physical positions of the logical dims; the batch axis shifts left past them.
+void squeeze_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                   const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+  const int64_t bd = dims[0];
+  Axes phys;
+  int64_t below = 0;
+  for (int64_t d : params.as<SqueezeParams>().dimensions) {
+    phys.push_back(physical_axis(d, bd));
+    below += d < bd ? 1 : 0;
+  }
+  out = {lax::squeeze(values[0], phys)};
+  out_dims = {bd - below};
+}
+
+const Primitive& squeeze_p() {
+  static const Primitive& p = define_primitive("squeeze")
+                                  .linear()
+                                  .view()
+                                  .shape(&squeeze_rule)
+                                  .reference(&copy_reference)
+                                  .cpu(&copy_cpu)
+                                  .jvp(&movement_jvp)
+                                  .transpose(&squeeze_transpose)
+                                  .batch(&squeeze_batch)
+                                  .build();
+  return p;
+}
+
+// ---- expand_dims ----
+
 std::vector<AbstractValue> expand_dims_rule(const Primitive& self, const std::vector<AbstractValue>& in,
                                             const Params& params) {
   check_arity(self, in, 1);
@@ -143,142 +337,10 @@ std::vector<AbstractValue> expand_dims_rule(const Primitive& self, const std::ve
   return {AbstractValue{out, x.dtype}};
 }
 
-// ---- kernels: unpack params, call the backend ----
-
-void copy_cpu(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
-  cpu::shape_kernels::copy_flat(in[0], out[0]);
-}
-void copy_reference(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
-  reference::shape_kernels::copy_flat(in[0], out[0]);
-}
-void broadcast_in_dim_cpu(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
-  cpu::shape_kernels::broadcast_in_dim(in[0], p.as<BroadcastInDimParams>().broadcast_dimensions, out[0]);
-}
-void broadcast_in_dim_reference(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
-  reference::shape_kernels::broadcast_in_dim(in[0], p.as<BroadcastInDimParams>().broadcast_dimensions, out[0]);
-}
-void transpose_cpu(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
-  cpu::shape_kernels::transpose(in[0], p.as<TransposeParams>().permutation, out[0]);
-}
-void transpose_reference(const std::vector<Tensor>& in, const Params& p, std::vector<Tensor>& out) {
-  reference::shape_kernels::transpose(in[0], p.as<TransposeParams>().permutation, out[0]);
-}
-
-// ---- differentiation rules ----
-// All five are linear in their single operand: the jvp applies the primitive to the tangent, the
-// transpose undoes the movement (summing where broadcast_in_dim copied). Integer and bool operands
-// have no tangents.
-
-void movement_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
-                  const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
-  primals_out = fluxion::bind(self, primals, params);
-  tangents_out.assign(1, Tensor());
-  if (tangents[0].defined() && is_floating(primals_out[0].dtype()))
-    tangents_out[0] = fluxion::bind1(self, {tangents[0]}, params);
-}
-
-// Sums the cotangent over the new output dims and over operand dims of size 1 that were expanded,
-// then restores the operand's size-1 dims with a reshape.
-void broadcast_in_dim_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
-                                const std::vector<AbstractValue>& in_avals, const Params& params,
-                                std::vector<Tensor>& cts_in) {
-  const Tensor& ct = cts_out[0];
-  if (!ct.defined() || inputs[0].defined()) return;
-  const auto& p = params.as<BroadcastInDimParams>();
-  const AbstractValue& x = in_avals[0];
-  const int64_t out_rank = p.shape.size();
-  std::vector<int64_t> source(static_cast<size_t>(out_rank), -1);  // operand dim of each output dim
-  for (size_t i = 0; i < p.broadcast_dimensions.size(); ++i)
-    source[static_cast<size_t>(p.broadcast_dimensions[i])] = static_cast<int64_t>(i);
-  Axes sum_axes;
-  for (int64_t d = 0; d < out_rank; ++d) {
-    const int64_t i = source[static_cast<size_t>(d)];
-    if (i < 0 || (x.shape[i] == 1 && p.shape[d] != 1)) sum_axes.push_back(d);
-  }
-  Tensor r = sum_axes.empty() ? ct : lax::reduce_sum(ct, sum_axes);
-  if (r.shape() != x.shape) r = lax::reshape(r, x.shape);
-  cts_in[0] = r;
-}
-
-void reshape_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
-                       const std::vector<AbstractValue>& in_avals, const Params&, std::vector<Tensor>& cts_in) {
-  if (!cts_out[0].defined() || inputs[0].defined()) return;
-  cts_in[0] = lax::reshape(cts_out[0], in_avals[0].shape);
-}
-
-void transpose_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
-                         const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
-  if (!cts_out[0].defined() || inputs[0].defined()) return;
-  const Axes& perm = params.as<TransposeParams>().permutation;
-  Axes inverse(perm.size());
-  for (size_t k = 0; k < perm.size(); ++k) inverse[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
-  cts_in[0] = lax::transpose(cts_out[0], inverse);
-}
-
-void squeeze_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
-                       const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
-  if (!cts_out[0].defined() || inputs[0].defined()) return;
-  cts_in[0] = lax::expand_dims(cts_out[0], params.as<SqueezeParams>().dimensions);
-}
-
 void expand_dims_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
                            const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
   if (!cts_out[0].defined() || inputs[0].defined()) return;
   cts_in[0] = lax::squeeze(cts_out[0], params.as<ExpandDimsParams>().dimensions);
-}
-
-// ---- batching rules ----
-// The operand is always mapped (single input). Logical axis a of an operand mapped along bd sits
-// at physical axis a < bd ? a : a + 1.
-
-int64_t physical_axis(int64_t a, int64_t bd) { return a < bd ? a : a + 1; }
-
-void broadcast_in_dim_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
-                            const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
-  const auto& p = params.as<BroadcastInDimParams>();
-  const Tensor& v = values[0];
-  const int64_t size = v.shape()[dims[0]];
-  Tensor x = batching::move_axis(v, dims[0], 0);
-  std::vector<int64_t> shape{size};
-  shape.insert(shape.end(), p.shape.begin(), p.shape.end());
-  Axes bdims{0};
-  for (int64_t d : p.broadcast_dimensions) bdims.push_back(d + 1);
-  out = {lax::broadcast_in_dim(x, Shape(shape), bdims)};
-  out_dims = {0};
-}
-
-void reshape_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
-                   const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
-  const Shape& to = params.as<ReshapeParams>().new_sizes;
-  const Tensor& v = values[0];
-  std::vector<int64_t> shape{v.shape()[dims[0]]};
-  shape.insert(shape.end(), to.begin(), to.end());
-  out = {lax::reshape(batching::move_axis(v, dims[0], 0), Shape(shape))};
-  out_dims = {0};
-}
-
-// One transpose: the batch axis goes first, the logical axes follow in permuted order.
-void transpose_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
-                     const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
-  const int64_t bd = dims[0];
-  Axes perm{bd};
-  for (int64_t a : params.as<TransposeParams>().permutation) perm.push_back(physical_axis(a, bd));
-  out = {lax::transpose(values[0], perm)};
-  out_dims = {0};
-}
-
-// Squeezes the physical positions of the logical dims; the batch axis shifts left past them.
-void squeeze_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
-                   const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
-  const int64_t bd = dims[0];
-  Axes phys;
-  int64_t below = 0;
-  for (int64_t d : params.as<SqueezeParams>().dimensions) {
-    phys.push_back(physical_axis(d, bd));
-    below += d < bd ? 1 : 0;
-  }
-  out = {lax::squeeze(values[0], phys)};
-  out_dims = {bd - below};
 }
 
 void expand_dims_batch(const Primitive&, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
@@ -289,45 +351,17 @@ void expand_dims_batch(const Primitive&, const std::vector<Tensor>& values, cons
   out_dims = {0};
 }
 
-Primitive make_movement(const char* name, ShapeRule rule, Kernel cpu_kernel, Kernel reference_kernel, bool view,
-                        TransposeRule transpose, BatchRule batch) {
-  Primitive p;
-  p.name = name;
-  p.traits.linear = true;
-  p.traits.view = view;
-  p.shape_rule = rule;
-  p.kernels[static_cast<size_t>(Backend::cpu)] = cpu_kernel;
-  p.kernels[static_cast<size_t>(Backend::reference)] = reference_kernel;
-  p.jvp = &movement_jvp;
-  p.transpose = transpose;
-  p.batch = batch;
-  return p;
-}
-
-const Primitive& broadcast_in_dim_p() {
-  static const Primitive p = make_movement("broadcast_in_dim", &broadcast_in_dim_rule, &broadcast_in_dim_cpu,
-                                           &broadcast_in_dim_reference, false, &broadcast_in_dim_transpose,
-                                           &broadcast_in_dim_batch);
-  return p;
-}
-const Primitive& reshape_p() {
-  static const Primitive p = make_movement("reshape", &reshape_rule, &copy_cpu, &copy_reference, true,
-                                           &reshape_transpose, &reshape_batch);
-  return p;
-}
-const Primitive& transpose_p() {
-  static const Primitive p = make_movement("transpose", &transpose_rule, &transpose_cpu, &transpose_reference, false,
-                                           &transpose_transpose, &transpose_batch);
-  return p;
-}
-const Primitive& squeeze_p() {
-  static const Primitive p = make_movement("squeeze", &squeeze_rule, &copy_cpu, &copy_reference, true,
-                                           &squeeze_transpose, &squeeze_batch);
-  return p;
-}
 const Primitive& expand_dims_p() {
-  static const Primitive p = make_movement("expand_dims", &expand_dims_rule, &copy_cpu, &copy_reference, true,
-                                           &expand_dims_transpose, &expand_dims_batch);
+  static const Primitive& p = define_primitive("expand_dims")
+                                  .linear()
+                                  .view()
+                                  .shape(&expand_dims_rule)
+                                  .reference(&copy_reference)
+                                  .cpu(&copy_cpu)
+                                  .jvp(&movement_jvp)
+                                  .transpose(&expand_dims_transpose)
+                                  .batch(&expand_dims_batch)
+                                  .build();
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include "fluxion/control_flow.hpp"
 #include "fluxion/lax.hpp"
+#include "primitives/builder.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion {
@@ -247,18 +248,15 @@ void transpose_rule(const Primitive&, const std::vector<Tensor>&, const std::vec
 }  // namespace while_detail
 
 const Primitive& while_p() {
-  static const Primitive p = [] {
-    Primitive q;
-    q.name = "while";
-    q.shape_rule = &while_detail::shape_rule;
-    q.kernels[static_cast<size_t>(Backend::cpu)] = &while_detail::kernel<false>;
-    q.kernels[static_cast<size_t>(Backend::reference)] = &while_detail::kernel<true>;
-    q.jvp = &while_detail::jvp_rule;
-    q.transpose = &while_detail::transpose_rule;
-    q.batch = &while_detail::batch_rule;
-    q.partial_eval = &while_detail::partial_eval_rule;
-    return q;
-  }();
+  static const Primitive& p = primitives::define_primitive("while")
+                                  .shape(&while_detail::shape_rule)
+                                  .reference(&while_detail::kernel<true>)
+                                  .cpu(&while_detail::kernel<false>)
+                                  .jvp(&while_detail::jvp_rule)
+                                  .transpose(&while_detail::transpose_rule)
+                                  .batch(&while_detail::batch_rule)
+                                  .partial_eval(&while_detail::partial_eval_rule)
+                                  .build();
   return p;
 }
 
