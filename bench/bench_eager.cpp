@@ -47,15 +47,13 @@ std::vector<float> random_floats(int64_t n, unsigned seed) {
   return v;
 }
 
-template <class T>
-std::vector<T> random_values(int64_t n, unsigned seed) {
+template <class T> std::vector<T> random_values(int64_t n, unsigned seed) {
   std::vector<float> f = random_floats(n, seed);
   return std::vector<T>(f.begin(), f.end());
 }
 
 /// Largest |a - b| / (1 + |b|) over the elements; the tensor is read back as T.
-template <class T, class Derived>
-double max_rel_diff(const fx::Tensor& a, const Eigen::DenseBase<Derived>& b) {
+template <class T, class Derived> double max_rel_diff(const fx::Tensor& a, const Eigen::DenseBase<Derived>& b) {
   std::vector<T> av = a.to_vector<T>();
   if (static_cast<int64_t>(av.size()) != b.size()) return INFINITY;
   double worst = 0;
@@ -71,8 +69,7 @@ double max_rel_diff(const fx::Tensor& a, const Eigen::DenseBase<Derived>& b) {
 
 /// Skips the benchmark with a message when Fluxion and Eigen disagree; true when they agree.
 template <class T, class Derived>
-bool check_close(benchmark::State& state, const fx::Tensor& got, const Eigen::DenseBase<Derived>& want,
-                 double tol) {
+bool check_close(benchmark::State& state, const fx::Tensor& got, const Eigen::DenseBase<Derived>& want, double tol) {
   double d = max_rel_diff<T>(got, want);
   if (d <= tol) return true;
   state.SkipWithError(("Fluxion result differs from Eigen's (max rel diff " + std::to_string(d) + ")").c_str());
@@ -107,8 +104,14 @@ void register_overhead() {
   auto reg = [](const std::string& name, auto fn) {
     benchmark::RegisterBenchmark(("overhead/" + name).c_str(), fn)->Unit(benchmark::kNanosecond);
   };
-  reg("sin/fluxion_lax", [](benchmark::State& s) { fx_overhead(s, [](T x, T) { return fx::lax::sin(x); }, std::sin(kX)); });
-  reg("sin/fluxion_op", [](benchmark::State& s) { fx_overhead(s, [](T x, T) { return fx::sin(x); }, std::sin(kX)); });
+  reg("sin/fluxion_lax", [](benchmark::State& s) {
+    fx_overhead(
+        s, [](T x, T) { return fx::lax::sin(x); }, std::sin(kX));
+  });
+  reg("sin/fluxion_op", [](benchmark::State& s) {
+    fx_overhead(
+        s, [](T x, T) { return fx::sin(x); }, std::sin(kX));
+  });
   reg("sin/fluxion_lax_direct", [](benchmark::State& state) {
     fx::Tensor x = fx::full({1}, kX, fx::f32);
     for (auto _ : state) {
@@ -126,8 +129,14 @@ void register_overhead() {
     }
   });
 
-  reg("add/fluxion_lax", [](benchmark::State& s) { fx_overhead(s, [](T x, T y) { return fx::lax::add(x, y); }, kX + kY); });
-  reg("add/fluxion_op", [](benchmark::State& s) { fx_overhead(s, [](T x, T y) { return x + y; }, kX + kY); });
+  reg("add/fluxion_lax", [](benchmark::State& s) {
+    fx_overhead(
+        s, [](T x, T y) { return fx::lax::add(x, y); }, kX + kY);
+  });
+  reg("add/fluxion_op", [](benchmark::State& s) {
+    fx_overhead(
+        s, [](T x, T y) { return x + y; }, kX + kY);
+  });
   reg("add/eigen", [](benchmark::State& state) {
     ArrayF x = ArrayF::Constant(1, kX), y = ArrayF::Constant(1, kY);
     for (auto _ : state) {
@@ -139,8 +148,14 @@ void register_overhead() {
     }
   });
 
-  reg("sum/fluxion_lax", [](benchmark::State& s) { fx_overhead(s, [](T x, T) { return fx::lax::reduce_sum(x, {0}); }, kX); });
-  reg("sum/fluxion_op", [](benchmark::State& s) { fx_overhead(s, [](T x, T) { return fx::sum(x); }, kX); });
+  reg("sum/fluxion_lax", [](benchmark::State& s) {
+    fx_overhead(
+        s, [](T x, T) { return fx::lax::reduce_sum(x, {0}); }, kX);
+  });
+  reg("sum/fluxion_op", [](benchmark::State& s) {
+    fx_overhead(
+        s, [](T x, T) { return fx::sum(x); }, kX);
+  });
   reg("sum/eigen", [](benchmark::State& state) {
     // The reduction itself allocates nothing in Eigen; the 1-element result array stands for the
     // rank-0 tensor every fx op returns.
@@ -392,12 +407,11 @@ void register_chain8(int64_t n) {
 void set_gflops(benchmark::State& state, int64_t n) {
   // Value per iteration in GFLOP; kIsIterationInvariantRate multiplies by iterations and divides
   // by the elapsed time, giving GFLOP/s.
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n) * n * n * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * static_cast<double>(n) * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-template <class T>
-void register_gemm(int64_t n) {
+template <class T> void register_gemm(int64_t n) {
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
   const std::string prefix = std::string("gemm/") + (sizeof(T) == 4 ? "f32" : "f64") + "/n=" + std::to_string(n) + "/";
@@ -444,17 +458,16 @@ void register_gemm(int64_t n) {
 }
 
 /// M x K times K x N (N = 1: matrix-vector) through dot_general against Eigen's row-major product.
-template <class T>
-void register_gemm_shape(int64_t m, int64_t k, int64_t n) {
+template <class T> void register_gemm_shape(int64_t m, int64_t k, int64_t n) {
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const std::string prefix = std::string("gemm/") + (sizeof(T) == 4 ? "f32" : "f64") + "/" + std::to_string(m) +
-                             "x" + std::to_string(k) + "x" + std::to_string(n) + "/";
+  const std::string prefix = std::string("gemm/") + (sizeof(T) == 4 ? "f32" : "f64") + "/" + std::to_string(m) + "x" +
+                             std::to_string(k) + "x" + std::to_string(n) + "/";
   auto reg = [&](const std::string& name, auto fn) {
     benchmark::RegisterBenchmark((prefix + name).c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
   };
   auto flops = [m, k, n](benchmark::State& state) {
-    state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(m) * k * n * 1e-9,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOPS"] =
+        benchmark::Counter(2.0 * static_cast<double>(m) * k * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   };
   const double tol = (sizeof(T) == 4 ? 1e-6 : 1e-14) * static_cast<double>(k);
   reg("fluxion_dot_general", [=](benchmark::State& state) {

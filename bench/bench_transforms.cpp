@@ -51,8 +51,11 @@ struct MlpCase {
   Mlp p;
   fx::Tensor x, onehot;
   MlpCase(int64_t batch, int64_t in, int64_t hidden, int64_t out)
-      : p(make_mlp(in, hidden, out)), x(filled({batch, in}, 1.0)),
-        onehot(fx::astype(fx::remainder(fx::arange(batch * out), fx::full({}, static_cast<double>(out), fx::i32)) == fx::full({}, 3.0, fx::i32), fx::f32)) {
+      : p(make_mlp(in, hidden, out)),
+        x(filled({batch, in}, 1.0)),
+        onehot(fx::astype(fx::remainder(fx::arange(batch * out), fx::full({}, static_cast<double>(out), fx::i32)) ==
+                              fx::full({}, 3.0, fx::i32),
+                          fx::f32)) {
     onehot = fx::reshape(onehot, {batch, out});
   }
 };

@@ -11,11 +11,11 @@ namespace bench_w {
 
 using wl::MatR;
 using wl::Mlp2;
-using wl::Mlp3;
-using wl::MlpBatch;
-using wl::mlp2_loss;
-using wl::mlp3_loss;
 using wl::mlp2_example_loss;
+using wl::mlp2_loss;
+using wl::Mlp3;
+using wl::mlp3_loss;
+using wl::MlpBatch;
 using wl::to_mlp2;
 using wl::to_mlp3;
 
@@ -59,43 +59,69 @@ void register_w1() {
       return wl::compare_values("value", {v.item<double>()}, {data->get().want_value}, value_rtol);
     };
     auto unit = n >= (int64_t(1) << 20) ? benchmark::kMillisecond : benchmark::kMicrosecond;
-    wl::reg("W1/fluxion_jit" + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      auto g = fx::jit(fx::grad(w1_f));
-      wl::run_case(st, [&] { return g(d.x); }, check_grad);
-    }, unit);
-    wl::reg("W1/fluxion_eager" + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      auto g = fx::grad(w1_f);
-      wl::run_case(st, [&] { return g(d.x); }, check_grad);
-    }, unit);
-    wl::reg("W1/fluxion_jit_fn" + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      auto f = fx::jit(w1_f);
-      wl::run_case(st, [&] { return f(d.x); }, check_value);
-    }, unit);
-    wl::reg("W1/fluxion_eager_fn" + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      wl::run_case(st, [&] { return w1_f(d.x); }, check_value);
-    }, unit);
-    wl::reg("W1/eigen" + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      Eigen::ArrayXf g(d.n);
-      wl::run_case(st, [&] {
-        // One fused pass: g holds tanh(x) first, then the gradient (coefficient-wise, no aliasing issue).
-        g = d.xe.tanh();
-        g = g + d.xe * (1.0f - g.square()) - 2.0f * d.xe * (-d.xe.square()).exp();
-        return g.data();
-      }, [&](const float*) {
-        std::vector<double> got(g.data(), g.data() + g.size());
-        return wl::compare_values("grad", got, d.want_grad, 1e-5);
-      });
-    }, unit);
-    wl::reg("W1/eigen_fn" + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      wl::run_case(st, [&] { return (d.xe.tanh() * d.xe + (-d.xe.square()).exp()).sum(); },
-                   [&](float v) { return wl::compare_values("value", {v}, {d.want_value}, value_rtol); });
-    }, unit);
+    wl::reg(
+        "W1/fluxion_jit" + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          auto g = fx::jit(fx::grad(w1_f));
+          wl::run_case(
+              st, [&] { return g(d.x); }, check_grad);
+        },
+        unit);
+    wl::reg(
+        "W1/fluxion_eager" + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          auto g = fx::grad(w1_f);
+          wl::run_case(
+              st, [&] { return g(d.x); }, check_grad);
+        },
+        unit);
+    wl::reg(
+        "W1/fluxion_jit_fn" + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          auto f = fx::jit(w1_f);
+          wl::run_case(
+              st, [&] { return f(d.x); }, check_value);
+        },
+        unit);
+    wl::reg(
+        "W1/fluxion_eager_fn" + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          wl::run_case(
+              st, [&] { return w1_f(d.x); }, check_value);
+        },
+        unit);
+    wl::reg(
+        "W1/eigen" + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          Eigen::ArrayXf g(d.n);
+          wl::run_case(
+              st,
+              [&] {
+                // One fused pass: g holds tanh(x) first, then the gradient (coefficient-wise, no aliasing issue).
+                g = d.xe.tanh();
+                g = g + d.xe * (1.0f - g.square()) - 2.0f * d.xe * (-d.xe.square()).exp();
+                return g.data();
+              },
+              [&](const float*) {
+                std::vector<double> got(g.data(), g.data() + g.size());
+                return wl::compare_values("grad", got, d.want_grad, 1e-5);
+              });
+        },
+        unit);
+    wl::reg(
+        "W1/eigen_fn" + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          wl::run_case(
+              st, [&] { return (d.xe.tanh() * d.xe + (-d.xe.square()).exp()).sum(); },
+              [&](float v) { return wl::compare_values("value", {v}, {d.want_value}, value_rtol); });
+        },
+        unit);
   }
 }
 
@@ -131,40 +157,47 @@ void register_w2() {
     wl::reg("W2/fluxion_jit" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       auto vg = fx::jit(fx::value_and_grad(mlp3_loss));
-      wl::run_case(st, [&] { return vg(d.p, d.x, d.onehot); }, check_vg);
+      wl::run_case(
+          st, [&] { return vg(d.p, d.x, d.onehot); }, check_vg);
     });
     wl::reg("W2/fluxion_eager" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       auto vg = fx::value_and_grad(mlp3_loss);
-      wl::run_case(st, [&] { return vg(d.p, d.x, d.onehot); }, check_vg);
+      wl::run_case(
+          st, [&] { return vg(d.p, d.x, d.onehot); }, check_vg);
     });
     wl::reg("W2/fluxion_jit_fn" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       auto f = fx::jit(mlp3_loss);
-      wl::run_case(st, [&] { return f(d.p, d.x, d.onehot); }, check_value);
+      wl::run_case(
+          st, [&] { return f(d.p, d.x, d.onehot); }, check_value);
     });
     wl::reg("W2/fluxion_eager_fn" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
-      wl::run_case(st, [&] { return mlp3_loss(d.p, d.x, d.onehot); }, check_value);
+      wl::run_case(
+          st, [&] { return mlp3_loss(d.p, d.x, d.onehot); }, check_value);
     });
     wl::reg("W2/eigen" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       wl::EigenMlp<float> g = d.pe.zeros_like();
       wl::MlpWork<float> w;
-      wl::run_case(st, [&] { return wl::mlp_value_and_grad(d.pe, d.xe, d.labels, g, w); }, [&](float v) {
-        std::vector<double> got{v};
-        std::vector<double> gv = g.values();
-        got.insert(got.end(), gv.begin(), gv.end());
-        std::vector<double> want{d.want_value};
-        want.insert(want.end(), d.want.begin(), d.want.end());
-        return wl::compare_values("value_and_grad", got, want, 1e-3);
-      });
+      wl::run_case(
+          st, [&] { return wl::mlp_value_and_grad(d.pe, d.xe, d.labels, g, w); },
+          [&](float v) {
+            std::vector<double> got{v};
+            std::vector<double> gv = g.values();
+            got.insert(got.end(), gv.begin(), gv.end());
+            std::vector<double> want{d.want_value};
+            want.insert(want.end(), d.want.begin(), d.want.end());
+            return wl::compare_values("value_and_grad", got, want, 1e-3);
+          });
     });
     wl::reg("W2/eigen_fn" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       wl::MlpWork<float> w;
-      wl::run_case(st, [&] { return wl::mlp_forward(d.pe, d.xe, d.labels, w); },
-                   [&](float v) { return wl::compare_values("value", {v}, {d.want_value}, 1e-4); });
+      wl::run_case(
+          st, [&] { return wl::mlp_forward(d.pe, d.xe, d.labels, w); },
+          [&](float v) { return wl::compare_values("value", {v}, {d.want_value}, 1e-4); });
     });
   }
 }
@@ -174,7 +207,7 @@ void register_w2() {
 /// Hand-written per-example gradients of mlp2: one batched forward/backward for the deltas
 /// (GEMMs), then the per-example weight gradients as outer products written in place.
 struct PerSampleEigen {
-  MatR<float> h, z, d1, d2;  // hidden activations, logits, deltas
+  MatR<float> h, z, d1, d2;        // hidden activations, logits, deltas
   MatR<float> gw1, gb1, gw2, gb2;  // [B, in*hid], [B, hid], [B, hid*out], [B, out]
   void run(const wl::EigenMlp<float>& p, const MatR<float>& x, const std::vector<int>& labels) {
     const Eigen::Index B = x.rows(), in = p.W[0].rows(), hid = p.W[0].cols(), out = p.W[1].cols();
@@ -238,22 +271,31 @@ void register_w3() {
   for (int64_t batch : {64, 256}) {
     auto data = wl::lazy<W3Data>(batch);
     std::string size = "/batch=" + std::to_string(batch);
-    auto check = [data](const Mlp2& g) { return wl::compare_values("per-sample grads", wl::flat_values(g), data->get().want, 1e-4); };
+    auto check = [data](const Mlp2& g) {
+      return wl::compare_values("per-sample grads", wl::flat_values(g), data->get().want, 1e-4);
+    };
     wl::reg("W3/fluxion_jit" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       auto ps = fx::jit(fx::vmap(fx::grad(mlp2_example_loss), fx::in_axes(fx::none, 0, 0)));
-      wl::run_case(st, [&] { return ps(d.p, d.x, d.onehot); }, check);
+      wl::run_case(
+          st, [&] { return ps(d.p, d.x, d.onehot); }, check);
     });
     wl::reg("W3/fluxion_eager" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       auto ps = fx::vmap(fx::grad(mlp2_example_loss), fx::in_axes(fx::none, 0, 0));
-      wl::run_case(st, [&] { return ps(d.p, d.x, d.onehot); }, check);
+      wl::run_case(
+          st, [&] { return ps(d.p, d.x, d.onehot); }, check);
     });
     wl::reg("W3/eigen" + size, [=](benchmark::State& st) {
       const auto& d = data->get();
       PerSampleEigen e;
-      wl::run_case(st, [&] { e.run(d.pe, d.xe, d.labels); return e.gw1.data(); },
-                   [&](const float*) { return wl::compare_values("per-sample grads", e.values(), d.want, 1e-4); });
+      wl::run_case(
+          st,
+          [&] {
+            e.run(d.pe, d.xe, d.labels);
+            return e.gw1.data();
+          },
+          [&](const float*) { return wl::compare_values("per-sample grads", e.values(), d.want, 1e-4); });
     });
   }
 }

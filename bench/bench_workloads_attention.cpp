@@ -35,8 +35,7 @@ fx::Tensor attention_loss(const fx::Tensor& q, const fx::Tensor& k, const fx::Te
 /// Attention over `blocks` independent (seq x dim) heads stored one after the other; with
 /// `with_grad`, also the gradient of 0.5 |out|² (so d out = out), head by head: the softmax
 /// probabilities of a head are used by its backward right away and never stored.
-template <class T>
-struct AttentionByHand {
+template <class T> struct AttentionByHand {
   int64_t blocks = kBatch * kHeads, seq = kSeq, dim = kDim;
   MatR<T> P, dP;  // one head's probabilities and their cotangent (seq x seq)
   std::vector<T> out, dq, dk, dv;
@@ -131,14 +130,24 @@ void register_w10() {
   wl::reg("W10/eigen" + size, [=](benchmark::State& st) {
     const auto& d = data->get();
     AttentionByHand<float> e;
-    wl::run_case(st, [&] { e.run(d.qf.data(), d.kf.data(), d.vf.data(), true); return e.dq.data(); },
-                 [&](const float*) { return d.check_grad(e.grad_values()); });
+    wl::run_case(
+        st,
+        [&] {
+          e.run(d.qf.data(), d.kf.data(), d.vf.data(), true);
+          return e.dq.data();
+        },
+        [&](const float*) { return d.check_grad(e.grad_values()); });
   });
   wl::reg("W10/eigen_fn" + size, [=](benchmark::State& st) {
     const auto& d = data->get();
     AttentionByHand<float> e;
-    wl::run_case(st, [&] { e.run(d.qf.data(), d.kf.data(), d.vf.data(), false); return e.out.data(); },
-                 [&](const float*) { return d.check_out(std::vector<double>(e.out.begin(), e.out.end())); });
+    wl::run_case(
+        st,
+        [&] {
+          e.run(d.qf.data(), d.kf.data(), d.vf.data(), false);
+          return e.out.data();
+        },
+        [&](const float*) { return d.check_out(std::vector<double>(e.out.begin(), e.out.end())); });
   });
 }
 

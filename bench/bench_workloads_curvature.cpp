@@ -109,20 +109,28 @@ void register_w4() {
   wl::reg("W4/fluxion_jit" + size, [=](benchmark::State& st) {
     const auto& d = data->get();
     auto h = fx::jit(logreg_hessian);
-    wl::run_case(st, [&] { return h(d.w, d.X, d.y); }, check);
+    wl::run_case(
+        st, [&] { return h(d.w, d.X, d.y); }, check);
   });
   wl::reg("W4/fluxion_eager" + size, [=](benchmark::State& st) {
     const auto& d = data->get();
-    wl::run_case(st, [&] { return logreg_hessian(d.w, d.X, d.y); }, check);
+    wl::run_case(
+        st, [&] { return logreg_hessian(d.w, d.X, d.y); }, check);
   });
   wl::reg("W4/eigen" + size, [=](benchmark::State& st) {
     const auto& d = data->get();
     EigenLogRegHessian e;
-    wl::run_case(st, [&] { e.run(d); return e.H.data(); }, [&](const double*) {
-      std::vector<double> got;
-      wl::append_values(e.H, got);
-      return wl::compare_values("hessian", got, d.want_hessian, 1e-10);
-    });
+    wl::run_case(
+        st,
+        [&] {
+          e.run(d);
+          return e.H.data();
+        },
+        [&](const double*) {
+          std::vector<double> got;
+          wl::append_values(e.H, got);
+          return wl::compare_values("hessian", got, d.want_hessian, 1e-10);
+        });
   });
 }
 
@@ -165,23 +173,40 @@ void register_w5() {
   auto check_lr = [lr](const fx::Tensor& hv) {
     return wl::compare_values("hvp", wl::flat_values(hv), lr->get().want_hvp, 1e-10);
   };
-  wl::reg("W5/fluxion_jit" + size, [=](benchmark::State& st) {
-    const auto& d = lr->get();
-    auto f = fx::jit(logreg_hvp);
-    wl::run_case(st, [&] { return f(d.w, d.v, d.X, d.y); }, check_lr);
-  }, benchmark::kMicrosecond);
-  wl::reg("W5/fluxion_eager" + size, [=](benchmark::State& st) {
-    const auto& d = lr->get();
-    wl::run_case(st, [&] { return logreg_hvp(d.w, d.v, d.X, d.y); }, check_lr);
-  }, benchmark::kMicrosecond);
-  wl::reg("W5/eigen" + size, [=](benchmark::State& st) {
-    const auto& d = lr->get();
-    EigenLogRegHvp e;
-    wl::run_case(st, [&] { e.run(d); return e.hv.data(); }, [&](const double*) {
-      std::vector<double> got(e.hv.data(), e.hv.data() + e.hv.size());
-      return wl::compare_values("hvp", got, d.want_hvp, 1e-10);
-    });
-  }, benchmark::kMicrosecond);
+  wl::reg(
+      "W5/fluxion_jit" + size,
+      [=](benchmark::State& st) {
+        const auto& d = lr->get();
+        auto f = fx::jit(logreg_hvp);
+        wl::run_case(
+            st, [&] { return f(d.w, d.v, d.X, d.y); }, check_lr);
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W5/fluxion_eager" + size,
+      [=](benchmark::State& st) {
+        const auto& d = lr->get();
+        wl::run_case(
+            st, [&] { return logreg_hvp(d.w, d.v, d.X, d.y); }, check_lr);
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W5/eigen" + size,
+      [=](benchmark::State& st) {
+        const auto& d = lr->get();
+        EigenLogRegHvp e;
+        wl::run_case(
+            st,
+            [&] {
+              e.run(d);
+              return e.hv.data();
+            },
+            [&](const double*) {
+              std::vector<double> got(e.hv.data(), e.hv.data() + e.hv.size());
+              return wl::compare_values("hvp", got, d.want_hvp, 1e-10);
+            });
+      },
+      benchmark::kMicrosecond);
 
   auto mlp = wl::lazy<MlpHvpData>(256);
   std::string msize = "/mlp:batch=256";
@@ -192,11 +217,13 @@ void register_w5() {
   wl::reg("W5/fluxion_jit" + msize, [=](benchmark::State& st) {
     const auto& d = mlp->get();
     auto f = fx::jit(mlp_hvp_full);
-    wl::run_case(st, [&] { return f(d.p, d.v, d.x, d.onehot); }, check_mlp);
+    wl::run_case(
+        st, [&] { return f(d.p, d.v, d.x, d.onehot); }, check_mlp);
   });
   wl::reg("W5/fluxion_eager" + msize, [=](benchmark::State& st) {
     const auto& d = mlp->get();
-    wl::run_case(st, [&] { return mlp_hvp_full(d.p, d.v, d.x, d.onehot); }, check_mlp);
+    wl::run_case(
+        st, [&] { return mlp_hvp_full(d.p, d.v, d.x, d.onehot); }, check_mlp);
   });
 }
 
@@ -265,22 +292,30 @@ void register_w6() {
       wl::reg("W6/fluxion_jit" + size, [=](benchmark::State& st) {
         const auto& d = data->get();
         auto j = fx::jit(f);
-        wl::run_case(st, [&] { return j(d.x, d.W, d.b); }, check);
+        wl::run_case(
+            st, [&] { return j(d.x, d.W, d.b); }, check);
       });
       wl::reg("W6/fluxion_eager" + size, [=](benchmark::State& st) {
         const auto& d = data->get();
-        wl::run_case(st, [&] { return f(d.x, d.W, d.b); }, check);
+        wl::run_case(
+            st, [&] { return f(d.x, d.W, d.b); }, check);
       });
     }
     // One hand-written row per shape: the analytic Jacobian does not depend on the AD mode.
     wl::reg("W6/eigen/" + shape, [=](benchmark::State& st) {
       const auto& d = data->get();
       EigenLayerJacobian e;
-      wl::run_case(st, [&] { e.run(d); return e.J.data(); }, [&](const float*) {
-        std::vector<double> got;
-        wl::append_values(e.J, got);
-        return wl::compare_values("jacobian", got, d.want, 1e-5);
-      });
+      wl::run_case(
+          st,
+          [&] {
+            e.run(d);
+            return e.J.data();
+          },
+          [&](const float*) {
+            std::vector<double> got;
+            wl::append_values(e.J, got);
+            return wl::compare_values("jacobian", got, d.want, 1e-5);
+          });
     });
   }
 }

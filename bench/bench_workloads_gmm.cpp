@@ -34,7 +34,8 @@ double log_gamma_distrib(double a, int64_t p) {
 /// The constant part of the objective: -n d/2 log(2 pi) - K C.
 double gmm_constant(int64_t d, int64_t K, int64_t n) {
   int64_t np = d + kWishartM + 1;
-  double C = static_cast<double>(np * d) * (std::log(kGamma) - 0.5 * std::log(2.0)) - log_gamma_distrib(0.5 * static_cast<double>(np), d);
+  double C = static_cast<double>(np * d) * (std::log(kGamma) - 0.5 * std::log(2.0)) -
+             log_gamma_distrib(0.5 * static_cast<double>(np), d);
   return -static_cast<double>(n * d) * 0.5 * std::log(2 * M_PI) - static_cast<double>(K) * C;
 }
 
@@ -53,9 +54,9 @@ fx::Tensor gmm_objective(const fx::Tensor& alphas, const fx::Tensor& means, cons
   fx::Tensor qdiag = fx::exp(q);
   fx::Tensor sum_qs = fx::sum(q, {1});
   fx::Tensor lpad = fx::concatenate({fx::zeros({K, 1}, fx::f64), l}, 1);
-  fx::Tensor Q = fx::take(lpad, c.tril_idx, 1) + fx::expand_dims(qdiag, 2) * c.eye;  // [K, d, d] lower
-  fx::Tensor xc = fx::expand_dims(x, 0) - fx::expand_dims(means, 1);                 // [K, n, d]
-  fx::Tensor qx = fx::matmul(xc, fx::transpose(Q, {0, 2, 1}));                       // rows Q_k (x_i - mu_k)
+  fx::Tensor Q = fx::take(lpad, c.tril_idx, 1) + fx::expand_dims(qdiag, 2) * c.eye;            // [K, d, d] lower
+  fx::Tensor xc = fx::expand_dims(x, 0) - fx::expand_dims(means, 1);                           // [K, n, d]
+  fx::Tensor qx = fx::matmul(xc, fx::transpose(Q, {0, 2, 1}));                                 // rows Q_k (x_i - mu_k)
   fx::Tensor main = fx::expand_dims(alphas + sum_qs, 1) - 0.5 * fx::sum(fx::square(qx), {2});  // [K, n]
   fx::Tensor slse = fx::sum(fx::logsumexp(main, {0}));
   fx::Tensor prior = 0.5 * kGamma * kGamma * (fx::sum(fx::square(qdiag)) + fx::sum(fx::square(l))) -
@@ -91,7 +92,8 @@ struct GmmData {
   }
 
   /// ADBench's loops, plainly: the reference the objective rows are checked against.
-  double naive_objective(const std::vector<double>& a, const std::vector<double>& m, const std::vector<double>& ic) const {
+  double naive_objective(const std::vector<double>& a, const std::vector<double>& m,
+                         const std::vector<double>& ic) const {
     double slse = 0;
     std::vector<double> main(static_cast<size_t>(K)), xc(static_cast<size_t>(d)), qx(static_cast<size_t>(d));
     for (int64_t i = 0; i < n; ++i) {
@@ -225,27 +227,32 @@ void register_w8() {
       wl::reg("W8/fluxion_jit" + size, [=](benchmark::State& st) {
         const auto& g = data->get();
         auto f = fx::jit(fx::grad(objective, fx::argnums<0, 1, 2>));
-        wl::run_case(st, [&] { return f(g.alphas, g.means, g.icf, g.x); }, check_grad);
+        wl::run_case(
+            st, [&] { return f(g.alphas, g.means, g.icf, g.x); }, check_grad);
       });
       wl::reg("W8/fluxion_eager" + size, [=](benchmark::State& st) {
         const auto& g = data->get();
         auto f = fx::grad(objective, fx::argnums<0, 1, 2>);
-        wl::run_case(st, [&] { return f(g.alphas, g.means, g.icf, g.x); }, check_grad);
+        wl::run_case(
+            st, [&] { return f(g.alphas, g.means, g.icf, g.x); }, check_grad);
       });
       wl::reg("W8/fluxion_jit_fn" + size, [=](benchmark::State& st) {
         const auto& g = data->get();
         auto f = fx::jit(objective);
-        wl::run_case(st, [&] { return f(g.alphas, g.means, g.icf, g.x); }, check_value);
+        wl::run_case(
+            st, [&] { return f(g.alphas, g.means, g.icf, g.x); }, check_value);
       });
       wl::reg("W8/fluxion_eager_fn" + size, [=](benchmark::State& st) {
         const auto& g = data->get();
-        wl::run_case(st, [&] { return objective(g.alphas, g.means, g.icf, g.x); }, check_value);
+        wl::run_case(
+            st, [&] { return objective(g.alphas, g.means, g.icf, g.x); }, check_value);
       });
       wl::reg("W8/eigen_fn" + size, [=](benchmark::State& st) {
         const auto& g = data->get();
         EigenGmm e;
-        wl::run_case(st, [&] { return e.run(g, g.av.data(), g.mv.data(), g.iv.data()); },
-                     [&](double v) { return wl::compare_values("objective", {v}, {g.want_value}, 1e-10); });
+        wl::run_case(
+            st, [&] { return e.run(g, g.av.data(), g.mv.data(), g.iv.data()); },
+            [&](double v) { return wl::compare_values("objective", {v}, {g.want_value}, 1e-10); });
       });
     }
 }

@@ -49,8 +49,7 @@ fx::Tensor values(const fx::Tensor& W1, const fx::Tensor& b1, const fx::Tensor& 
 /// direction i, z1 changes by W1[i, :] (second derivative 0), h1 by t1' ⊙ W1[i, :] and
 /// t1'' ⊙ W1[i, :]²; z2 = h1 W2 is linear; so
 ///   Δu = [t2'' ⊙ Σ_i ((t1' ⊙ W1[i, :]) W2)² + t2' ⊙ ((t1'' ⊙ Σ_i W1[i, :]²) W2)] · w3.
-template <class T>
-struct LaplacianByHand {
+template <class T> struct LaplacianByHand {
   MatR<T> W1, W2;
   RowVec<T> b1, b2, w3, s1;  // s1 = Σ_i W1[i, :]²
   MatR<T> t1, d1, t2, d2, g, acc, second;
@@ -102,8 +101,8 @@ struct LaplacianData {
     const double scale[5] = {1.0 / std::sqrt(double(kDim)), 0.1, 1.0 / std::sqrt(double(kWidth)), 0.1,
                              1.0 / std::sqrt(double(kWidth))};
     for (size_t i = 0; i < shapes.size(); ++i) {
-      std::vector<double> v = wl::normal_values(shapes[i][0] * (shapes[i].size() > 1 ? shapes[i][1] : 1),
-                                                kSeed + 1 + i, scale[i]);
+      std::vector<double> v =
+          wl::normal_values(shapes[i][0] * (shapes[i].size() > 1 ? shapes[i][1] : 1), kSeed + 1 + i, scale[i]);
       for (double& x : v) x = static_cast<float>(x);
       params.push_back(v);
       t.push_back(wl::make_tensor<float>(v, shapes[i]));
@@ -124,22 +123,31 @@ struct LaplacianData {
 
 void register_w12() {
   auto data = wl::lazy<LaplacianData>();
-  const std::string size = "/mlp:points=" + std::to_string(kPoints) + ",dim=" + std::to_string(kDim) +
-                           ",width=" + std::to_string(kWidth);
+  const std::string size =
+      "/mlp:points=" + std::to_string(kPoints) + ",dim=" + std::to_string(kDim) + ",width=" + std::to_string(kWidth);
   auto check_lap = [data](const fx::Tensor& l) { return data->get().check_lap(wl::flat_values(l)); };
   auto check_u = [data](const fx::Tensor& u) { return data->get().check_u(wl::flat_values(u)); };
   auto args = [](const LaplacianData& d) { return std::make_tuple(d.t[0], d.t[1], d.t[2], d.t[3], d.t[4], d.t[5]); };
   wl::reg_jit_and_eager("W12", "", size, data, laplacians, args, check_lap, benchmark::kMicrosecond);
   wl::reg_jit_and_eager("W12", "_fn", size, data, values, args, check_u, benchmark::kMicrosecond);
   for (bool with_lap : {true, false}) {
-    wl::reg(std::string("W12/eigen") + (with_lap ? "" : "_fn") + size, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      LaplacianByHand<float> e(d.params);
-      wl::run_case(st, [&] { e.run(d.Xf, with_lap); return e.u.data(); }, [&](const float*) {
-        return with_lap ? d.check_lap(std::vector<double>(e.lap.begin(), e.lap.end()))
-                        : d.check_u(std::vector<double>(e.u.begin(), e.u.end()));
-      });
-    }, benchmark::kMicrosecond);
+    wl::reg(
+        std::string("W12/eigen") + (with_lap ? "" : "_fn") + size,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          LaplacianByHand<float> e(d.params);
+          wl::run_case(
+              st,
+              [&] {
+                e.run(d.Xf, with_lap);
+                return e.u.data();
+              },
+              [&](const float*) {
+                return with_lap ? d.check_lap(std::vector<double>(e.lap.begin(), e.lap.end()))
+                                : d.check_u(std::vector<double>(e.u.begin(), e.u.end()));
+              });
+        },
+        benchmark::kMicrosecond);
   }
 }
 

@@ -79,7 +79,8 @@ struct DecayData {
       tv[size_t(i)] = ti;
       yv[size_t(i)] += 1.5 * std::exp(-0.7 * ti) + 0.5 * std::exp(-2.5 * ti);
     }
-    std::vector<double> pv = wl::uniform_values(K, kSeed + 1, 0.5, 1.5), lv = wl::uniform_values(K, kSeed + 2, 0.1, 3.0);
+    std::vector<double> pv = wl::uniform_values(K, kSeed + 1, 0.5, 1.5),
+                        lv = wl::uniform_values(K, kSeed + 2, 0.1, 3.0);
     for (double& a : pv) a /= double(K);
     pv.insert(pv.end(), lv.begin(), lv.end());
     p = wl::make_tensor<double>(pv, {2 * K});
@@ -92,9 +93,7 @@ struct DecayData {
     ref.run(pe, te, ye);
     want = ref.values();
   }
-  std::string check(const std::vector<double>& got) const {
-    return wl::compare_values("(JᵀJ, Jᵀr)", got, want, 1e-10);
-  }
+  std::string check(const std::vector<double>& got) const { return wl::compare_values("(JᵀJ, Jᵀr)", got, want, 1e-10); }
 };
 
 void register_w13() {
@@ -110,12 +109,20 @@ void register_w13() {
       wl::reg_jit_and_eager("W13", "", size, data, fn, args, check, benchmark::kMicrosecond);
     }
     // One hand-written row per size: the analytic Jacobian does not depend on the AD mode.
-    wl::reg("W13/eigen/" + shape, [=](benchmark::State& st) {
-      const auto& d = data->get();
-      NormalEquationsByHand e;
-      wl::run_case(st, [&] { e.run(d.pe, d.te, d.ye); return e.JtJ.data(); },
-                   [&](const double*) { return d.check(e.values()); });
-    }, benchmark::kMicrosecond);
+    wl::reg(
+        "W13/eigen/" + shape,
+        [=](benchmark::State& st) {
+          const auto& d = data->get();
+          NormalEquationsByHand e;
+          wl::run_case(
+              st,
+              [&] {
+                e.run(d.pe, d.te, d.ye);
+                return e.JtJ.data();
+              },
+              [&](const double*) { return d.check(e.values()); });
+        },
+        benchmark::kMicrosecond);
   }
 }
 

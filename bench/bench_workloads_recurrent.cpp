@@ -43,7 +43,9 @@ fx::Tensor gru_cell(const Gru& p, const fx::Tensor& h, const fx::Tensor& x) {
 
 /// sum(h_T²) after one GRU step per slice of xs [steps, batch, in], as one fx::scan.
 fx::Tensor gru_loss(const Gru& p, const fx::Tensor& h0, const fx::Tensor& xs) {
-  auto step = [p](const fx::Tensor& h, const fx::Tensor& x) { return std::make_pair(gru_cell(p, h, x), std::tuple<>{}); };
+  auto step = [p](const fx::Tensor& h, const fx::Tensor& x) {
+    return std::make_pair(gru_cell(p, h, x), std::tuple<>{});
+  };
   fx::Tensor hT = fx::scan(step, h0, xs).first;
   return fx::sum(hT * hT);
 }
@@ -169,7 +171,8 @@ void register_w11() {
   wl::reg("W11/eigen_fn" + size, [=](benchmark::State& st) {
     const auto& d = data->get();
     GruByHand e(d.values);
-    wl::run_case(st, [&] { return e.loss(d.h0e, d.xse); }, [&](double v) { return d.check_value(v); });
+    wl::run_case(
+        st, [&] { return e.loss(d.h0e, d.xse); }, [&](double v) { return d.check_value(v); });
   });
 }
 

@@ -16,10 +16,10 @@
 
 namespace bench_s {
 
-constexpr int kN = 4;            // state dimension
+constexpr int kN = 4;  // state dimension
 constexpr int64_t kSteps = 1000;
-constexpr double kH = 0.01;      // time step
-constexpr double kGamma = 0.5;   // damping
+constexpr double kH = 0.01;     // time step
+constexpr double kGamma = 0.5;  // damping
 // Inputs (bench/compare_common.py scan_data): W ~ N(0, 1/n), b ~ N(0, 0.01), x0 ~ N(0, 1).
 constexpr uint64_t kSeedW = 9001, kSeedB = 9002, kSeedX = 9003;
 
@@ -160,43 +160,70 @@ struct ScanData {
 void register_w9() {
   auto data = wl::lazy<ScanData>();
   const std::string size = "/rk4:n=" + std::to_string(kN) + ",steps=" + std::to_string(kSteps);
-  auto check_grad = [data](const std::tuple<fx::Tensor, fx::Tensor>& g) { return data->get().check_grad(wl::flat_values(g)); };
+  auto check_grad = [data](const std::tuple<fx::Tensor, fx::Tensor>& g) {
+    return data->get().check_grad(wl::flat_values(g));
+  };
   auto check_value = [data](const fx::Tensor& v) { return data->get().check_value(v.item<double>()); };
-  wl::reg("W9/fluxion_jit" + size, [=](benchmark::State& st) {
-    const auto& d = data->get();
-    auto g = fx::jit(fx::grad(loss, fx::argnums<0, 1>));
-    wl::run_case(st, [&] { return g(d.W, d.b, d.x0); }, check_grad);
-  }, benchmark::kMicrosecond);
-  wl::reg("W9/fluxion_eager" + size, [=](benchmark::State& st) {
-    const auto& d = data->get();
-    auto g = fx::grad(loss, fx::argnums<0, 1>);
-    wl::run_case(st, [&] { return g(d.W, d.b, d.x0); }, check_grad);
-  }, benchmark::kMicrosecond);
-  wl::reg("W9/fluxion_jit_fn" + size, [=](benchmark::State& st) {
-    const auto& d = data->get();
-    auto f = fx::jit(loss);
-    wl::run_case(st, [&] { return f(d.W, d.b, d.x0); }, check_value);
-  }, benchmark::kMicrosecond);
-  wl::reg("W9/fluxion_eager_fn" + size, [=](benchmark::State& st) {
-    const auto& d = data->get();
-    wl::run_case(st, [&] { return loss(d.W, d.b, d.x0); }, check_value);
-  }, benchmark::kMicrosecond);
-  wl::reg("W9/eigen" + size, [=](benchmark::State& st) {
-    const auto& d = data->get();
-    AdjointRk4 adj;
-    Mat gW;
-    V gb;
-    wl::run_case(st, [&] { return adj.run(d.We, d.be, d.x0e, gW, gb); }, [&](double) {
-      std::vector<double> got;
-      wl::append_values(gW, got);
-      wl::append_values(gb, got);
-      return d.check_grad(got);
-    });
-  }, benchmark::kMicrosecond);
-  wl::reg("W9/eigen_fn" + size, [=](benchmark::State& st) {
-    const auto& d = data->get();
-    wl::run_case(st, [&] { return loss_hand(d.We, d.be, d.x0e); }, [&](double v) { return d.check_value(v); });
-  }, benchmark::kMicrosecond);
+  wl::reg(
+      "W9/fluxion_jit" + size,
+      [=](benchmark::State& st) {
+        const auto& d = data->get();
+        auto g = fx::jit(fx::grad(loss, fx::argnums<0, 1>));
+        wl::run_case(
+            st, [&] { return g(d.W, d.b, d.x0); }, check_grad);
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W9/fluxion_eager" + size,
+      [=](benchmark::State& st) {
+        const auto& d = data->get();
+        auto g = fx::grad(loss, fx::argnums<0, 1>);
+        wl::run_case(
+            st, [&] { return g(d.W, d.b, d.x0); }, check_grad);
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W9/fluxion_jit_fn" + size,
+      [=](benchmark::State& st) {
+        const auto& d = data->get();
+        auto f = fx::jit(loss);
+        wl::run_case(
+            st, [&] { return f(d.W, d.b, d.x0); }, check_value);
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W9/fluxion_eager_fn" + size,
+      [=](benchmark::State& st) {
+        const auto& d = data->get();
+        wl::run_case(
+            st, [&] { return loss(d.W, d.b, d.x0); }, check_value);
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W9/eigen" + size,
+      [=](benchmark::State& st) {
+        const auto& d = data->get();
+        AdjointRk4 adj;
+        Mat gW;
+        V gb;
+        wl::run_case(
+            st, [&] { return adj.run(d.We, d.be, d.x0e, gW, gb); },
+            [&](double) {
+              std::vector<double> got;
+              wl::append_values(gW, got);
+              wl::append_values(gb, got);
+              return d.check_grad(got);
+            });
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W9/eigen_fn" + size,
+      [=](benchmark::State& st) {
+        const auto& d = data->get();
+        wl::run_case(
+            st, [&] { return loss_hand(d.We, d.be, d.x0e); }, [&](double v) { return d.check_value(v); });
+      },
+      benchmark::kMicrosecond);
 }
 
 }  // namespace bench_s

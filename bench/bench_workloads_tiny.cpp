@@ -87,8 +87,7 @@ fx::Tensor rosenbrock(const fx::Tensor& x) {
 }
 
 /// Equations in the Jaxpr of `f` at `args` (the program jit stages).
-template <class F, class... A>
-double count_eqns(const F& f, const A&... args) {
+template <class F, class... A> double count_eqns(const F& f, const A&... args) {
   return static_cast<double>(fx::make_jaxpr(f)(args...).equations.size());
 }
 
@@ -111,25 +110,41 @@ void register_grad_sin() {
     return wl::compare_values("grad", {std::get<0>(g).item<double>(), std::get<1>(g).item<double>()}, {gx, gy}, 1e-6);
   };
   std::string size = "/grad_sin:scalar";
-  wl::reg("W7/fluxion_jit" + size, [=](benchmark::State& st) {
-    auto g = fx::jit(fx::grad(sin_fn, fx::argnums<0, 1>));
-    wl::run_case(st, [&] { return g(*x, *y); }, check, &g_allocs);
-    set_eqn_counters(st, count_eqns(fx::grad(sin_fn, fx::argnums<0, 1>), *x, *y));
-  }, benchmark::kMicrosecond);
-  wl::reg("W7/fluxion_eager" + size, [=](benchmark::State& st) {
-    auto g = fx::grad(sin_fn, fx::argnums<0, 1>);
-    wl::run_case(st, [&] { return g(*x, *y); }, check, &g_allocs);
-    set_eqn_counters(st, count_eqns(g, *x, *y));
-  }, benchmark::kMicrosecond);
-  wl::reg("W7/eigen" + size, [=](benchmark::State& st) {
-    // By hand: two scalar expressions (volatile inputs so the compiler cannot fold them).
-    volatile float xv = kX, yv = kY;
-    wl::run_case(st, [&] {
-      float a = xv, b = yv;
-      return std::make_pair(std::cos(a) * b + 2.0f * a / b, std::sin(a) - a * a / (b * b));
-    }, [&](std::pair<float, float> g) { return wl::compare_values("grad", {g.first, g.second}, {gx, gy}, 1e-6); },
-                 &g_allocs);
-  }, benchmark::kNanosecond);
+  wl::reg(
+      "W7/fluxion_jit" + size,
+      [=](benchmark::State& st) {
+        auto g = fx::jit(fx::grad(sin_fn, fx::argnums<0, 1>));
+        wl::run_case(
+            st, [&] { return g(*x, *y); }, check, &g_allocs);
+        set_eqn_counters(st, count_eqns(fx::grad(sin_fn, fx::argnums<0, 1>), *x, *y));
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W7/fluxion_eager" + size,
+      [=](benchmark::State& st) {
+        auto g = fx::grad(sin_fn, fx::argnums<0, 1>);
+        wl::run_case(
+            st, [&] { return g(*x, *y); }, check, &g_allocs);
+        set_eqn_counters(st, count_eqns(g, *x, *y));
+      },
+      benchmark::kMicrosecond);
+  wl::reg(
+      "W7/eigen" + size,
+      [=](benchmark::State& st) {
+        // By hand: two scalar expressions (volatile inputs so the compiler cannot fold them).
+        volatile float xv = kX, yv = kY;
+        wl::run_case(
+            st,
+            [&] {
+              float a = xv, b = yv;
+              return std::make_pair(std::cos(a) * b + 2.0f * a / b, std::sin(a) - a * a / (b * b));
+            },
+            [&](std::pair<float, float> g) {
+              return wl::compare_values("grad", {g.first, g.second}, {gx, gy}, 1e-6);
+            },
+            &g_allocs);
+      },
+      benchmark::kNanosecond);
 }
 
 // ---------------------------------------------------------------- rosenbrock_hessian
@@ -141,8 +156,7 @@ std::vector<double> rosen_point(int64_t d) {
 }
 
 /// The tridiagonal Hessian by hand into a preallocated matrix.
-template <class T>
-void rosen_hessian(const T* x, int64_t d, MatR<T>& H) {
+template <class T> void rosen_hessian(const T* x, int64_t d, MatR<T>& H) {
   H.setZero();
   for (int64_t i = 0; i + 1 < d; ++i) {
     T xi = x[i], xn = x[i + 1];
@@ -166,29 +180,44 @@ void register_rosenbrock() {
     }
     auto check = [want](const fx::Tensor& h) { return wl::compare_values("hessian", wl::flat_values(h), want, 1e-5); };
     std::string size = "/rosenbrock_hessian:d=" + std::to_string(d);
-    wl::reg("W7/fluxion_jit" + size, [=](benchmark::State& st) {
-      auto h = fx::jit(fx::hessian(rosenbrock));
-      wl::run_case(st, [&] { return h(*x); }, check, &g_allocs);
-      set_eqn_counters(st, count_eqns(fx::hessian(rosenbrock), *x));
-    }, benchmark::kMicrosecond);
-    wl::reg("W7/fluxion_eager" + size, [=](benchmark::State& st) {
-      auto h = fx::hessian(rosenbrock);
-      wl::run_case(st, [&] { return h(*x); }, check, &g_allocs);
-      set_eqn_counters(st, count_eqns(h, *x));
-    }, benchmark::kMicrosecond);
-    wl::reg("W7/eigen" + size, [=](benchmark::State& st) {
-      MatR<float> H(d, d);
-      std::vector<float> xs = xf;
-      wl::run_case(st, [&] {
-        benchmark::DoNotOptimize(xs.data());
-        rosen_hessian(xs.data(), d, H);
-        return H.data();
-      }, [&](const float*) {
-        std::vector<double> got;
-        wl::append_values(H, got);
-        return wl::compare_values("hessian", got, want, 1e-5);
-      }, &g_allocs);
-    }, benchmark::kNanosecond);
+    wl::reg(
+        "W7/fluxion_jit" + size,
+        [=](benchmark::State& st) {
+          auto h = fx::jit(fx::hessian(rosenbrock));
+          wl::run_case(
+              st, [&] { return h(*x); }, check, &g_allocs);
+          set_eqn_counters(st, count_eqns(fx::hessian(rosenbrock), *x));
+        },
+        benchmark::kMicrosecond);
+    wl::reg(
+        "W7/fluxion_eager" + size,
+        [=](benchmark::State& st) {
+          auto h = fx::hessian(rosenbrock);
+          wl::run_case(
+              st, [&] { return h(*x); }, check, &g_allocs);
+          set_eqn_counters(st, count_eqns(h, *x));
+        },
+        benchmark::kMicrosecond);
+    wl::reg(
+        "W7/eigen" + size,
+        [=](benchmark::State& st) {
+          MatR<float> H(d, d);
+          std::vector<float> xs = xf;
+          wl::run_case(
+              st,
+              [&] {
+                benchmark::DoNotOptimize(xs.data());
+                rosen_hessian(xs.data(), d, H);
+                return H.data();
+              },
+              [&](const float*) {
+                std::vector<double> got;
+                wl::append_values(H, got);
+                return wl::compare_values("hessian", got, want, 1e-5);
+              },
+              &g_allocs);
+        },
+        benchmark::kNanosecond);
   }
 }
 

@@ -46,9 +46,7 @@ namespace fx = fluxion;
 namespace wl {
 
 using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 template <class T> using MatR = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T> using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
@@ -81,19 +79,18 @@ inline std::vector<double> normal_values(int64_t n, uint64_t seed, double scale 
 
 inline std::vector<double> uniform_values(int64_t n, uint64_t seed, double lo, double hi) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = lo + (hi - lo) * uniform01(seed, static_cast<uint64_t>(i));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = lo + (hi - lo) * uniform01(seed, static_cast<uint64_t>(i));
   return v;
 }
 
 /// A tensor of element type T and `shape` holding `values` (converted).
-template <class T>
-fx::Tensor make_tensor(const std::vector<double>& values, const std::vector<int64_t>& shape) {
+template <class T> fx::Tensor make_tensor(const std::vector<double>& values, const std::vector<int64_t>& shape) {
   return fx::from_vector(std::vector<T>(values.begin(), values.end()), fx::Shape(shape));
 }
 
 /// A row-major Eigen matrix (rows x cols) of T holding `values`.
-template <class T>
-MatR<T> make_matrix(const std::vector<double>& values, int64_t rows, int64_t cols) {
+template <class T> MatR<T> make_matrix(const std::vector<double>& values, int64_t rows, int64_t cols) {
   MatR<T> m(rows, cols);
   for (int64_t i = 0; i < rows * cols; ++i) m.data()[i] = static_cast<T>(values[static_cast<size_t>(i)]);
   return m;
@@ -106,14 +103,12 @@ inline void append_values(const fx::Tensor& t, std::vector<double>& out) {
   std::vector<double> v = t.to_vector<double>();
   out.insert(out.end(), v.begin(), v.end());
 }
-template <class Tree>
-std::vector<double> flat_values(const Tree& tree) {
+template <class Tree> std::vector<double> flat_values(const Tree& tree) {
   std::vector<double> out;
   for (const fx::Tensor& t : fx::tree_leaves(tree)) append_values(t, out);
   return out;
 }
-template <class Derived>
-void append_values(const Eigen::DenseBase<Derived>& m, std::vector<double>& out) {
+template <class Derived> void append_values(const Eigen::DenseBase<Derived>& m, std::vector<double>& out) {
   // Row-major order whatever the storage order, to match the tensors.
   for (Eigen::Index r = 0; r < m.rows(); ++r)
     for (Eigen::Index c = 0; c < m.cols(); ++c) out.push_back(static_cast<double>(m.derived().coeff(r, c)));
@@ -195,20 +190,16 @@ void run_case(benchmark::State& state, Fn&& fn, Check&& check, const std::atomic
       benchmark::ClobberMemory();
     }
     if (allocs && state.iterations() > 0)
-      state.counters["allocs_per_call"] =
-          static_cast<double>(allocs->load(std::memory_order_relaxed) - allocs_before) / static_cast<double>(state.iterations());
-  } catch (const std::exception& e) {
-    fail(state, std::string("exception: ") + e.what());
-  }
+      state.counters["allocs_per_call"] = static_cast<double>(allocs->load(std::memory_order_relaxed) - allocs_before) /
+                                          static_cast<double>(state.iterations());
+  } catch (const std::exception& e) { fail(state, std::string("exception: ") + e.what()); }
 }
 
 /// Data built once per size on first use and shared by all cases of that size (building inputs
 /// and reference results can take longer than the case itself).
-template <class D>
-class Lazy {
+template <class D> class Lazy {
  public:
-  template <class... A>
-  explicit Lazy(A... a) : make_([a...]() { return std::make_unique<D>(a...); }) {}
+  template <class... A> explicit Lazy(A... a) : make_([a...]() { return std::make_unique<D>(a...); }) {}
   const D& get() const {
     if (!data_) data_ = make_();
     return *data_;
@@ -218,18 +209,17 @@ class Lazy {
   std::function<std::unique_ptr<D>()> make_;
   mutable std::unique_ptr<D> data_;
 };
-template <class D, class... A>
-std::shared_ptr<Lazy<D>> lazy(A... a) {
-  return std::make_shared<Lazy<D>>(a...);
-}
+template <class D, class... A> std::shared_ptr<Lazy<D>> lazy(A... a) { return std::make_shared<Lazy<D>>(a...); }
 
 /// Registers `name` running `body(state)`; wall time, in `unit`.
-template <class Body>
-void reg(const std::string& name, Body body, benchmark::TimeUnit unit = benchmark::kMillisecond) {
-  benchmark::RegisterBenchmark(name.c_str(), [name, body](benchmark::State& st) {
-    current_case() = name;
-    body(st);
-  })->UseRealTime()->Unit(unit);
+template <class Body> void reg(const std::string& name, Body body, benchmark::TimeUnit unit = benchmark::kMillisecond) {
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [name, body](benchmark::State& st) {
+                                 current_case() = name;
+                                 body(st);
+                               })
+      ->UseRealTime()
+      ->Unit(unit);
 }
 
 /// Registers `w`/fluxion_jit`suffix``size` running fx::jit(f) and `w`/fluxion_eager`suffix``size`
@@ -239,15 +229,23 @@ template <class D, class F, class Args, class Check>
 void reg_jit_and_eager(const std::string& w, const std::string& suffix, const std::string& size,
                        std::shared_ptr<Lazy<D>> data, F f, Args args, Check check,
                        benchmark::TimeUnit unit = benchmark::kMillisecond) {
-  reg(w + "/fluxion_jit" + suffix + size, [=](benchmark::State& st) {
-    auto a = args(data->get());
-    auto j = fx::jit(f);
-    run_case(st, [&] { return std::apply(j, a); }, check);
-  }, unit);
-  reg(w + "/fluxion_eager" + suffix + size, [=](benchmark::State& st) {
-    auto a = args(data->get());
-    run_case(st, [&] { return std::apply(f, a); }, check);
-  }, unit);
+  reg(
+      w + "/fluxion_jit" + suffix + size,
+      [=](benchmark::State& st) {
+        auto a = args(data->get());
+        auto j = fx::jit(f);
+        run_case(
+            st, [&] { return std::apply(j, a); }, check);
+      },
+      unit);
+  reg(
+      w + "/fluxion_eager" + suffix + size,
+      [=](benchmark::State& st) {
+        auto a = args(data->get());
+        run_case(
+            st, [&] { return std::apply(f, a); }, check);
+      },
+      unit);
 }
 
 /// Honour FLUXION_NUM_THREADS for the Eigen baselines too, and record the setting in the JSON
@@ -271,8 +269,7 @@ inline void setup_threads() {
 }
 
 /// main() of every suite: registration, run, exit status 1 if any check failed.
-template <class Register>
-int run_main(int argc, char** argv, Register register_cases) {
+template <class Register> int run_main(int argc, char** argv, Register register_cases) {
   setup_threads();
   register_cases();
   benchmark::Initialize(&argc, argv);
@@ -296,7 +293,8 @@ inline std::vector<int> mlp_labels(int64_t batch, int64_t classes) {
 }
 inline fx::Tensor onehot_tensor(const std::vector<int>& labels, int64_t classes) {
   std::vector<float> v(labels.size() * static_cast<size_t>(classes), 0.0f);
-  for (size_t i = 0; i < labels.size(); ++i) v[i * static_cast<size_t>(classes) + static_cast<size_t>(labels[i])] = 1.0f;
+  for (size_t i = 0; i < labels.size(); ++i)
+    v[i * static_cast<size_t>(classes) + static_cast<size_t>(labels[i])] = 1.0f;
   return fx::from_vector(v, fx::Shape{static_cast<int64_t>(labels.size()), classes});
 }
 
@@ -310,8 +308,7 @@ inline std::vector<double> mlp_bias_values(const std::vector<int64_t>& sizes, si
 
 /// A hand-written MLP with relu hidden layers and softmax cross-entropy (mean over the batch):
 /// weights W[l] (in x out, row-major), biases b[l]. Workspaces are kept between calls.
-template <class T>
-struct EigenMlp {
+template <class T> struct EigenMlp {
   std::vector<MatR<T>> W;
   std::vector<RowVec<T>> b;
 
@@ -347,8 +344,7 @@ struct EigenMlp {
   }
 };
 
-template <class T>
-struct MlpWork {
+template <class T> struct MlpWork {
   std::vector<MatR<T>> act;  // act[0] = X (not stored), act[l] = relu output of layer l-1
   MatR<T> logits, delta, back;
   Vec<T> lse;
@@ -397,9 +393,8 @@ T mlp_forward(const EigenMlp<T>& p, const MatR<T>& X, const std::vector<int>& la
 }
 
 /// Forward and backward; writes the gradient into g (shapes of p) and returns the loss.
-template <class T>
-T mlp_value_and_grad(const EigenMlp<T>& p, const MatR<T>& X, const std::vector<int>& labels, EigenMlp<T>& g,
-                     MlpWork<T>& w) {
+template <class T> T mlp_value_and_grad(const EigenMlp<T>& p, const MatR<T>& X, const std::vector<int>& labels,
+                                        EigenMlp<T>& g, MlpWork<T>& w) {
   T loss = mlp_forward(p, X, labels, w);
   const size_t L = p.layers();
   const Eigen::Index B = X.rows();
@@ -472,8 +467,7 @@ inline Mlp3 to_mlp3(const EigenMlp<float>& e) {
 inline Mlp2 to_mlp2(const EigenMlp<float>& e) {
   return Mlp2{fx::from_eigen(e.W[0]), fx::from_eigen(e.b[0]), fx::from_eigen(e.W[1]), fx::from_eigen(e.b[1])};
 }
-template <class T, class U>
-EigenMlp<T> cast_mlp(const EigenMlp<U>& e) {
+template <class T, class U> EigenMlp<T> cast_mlp(const EigenMlp<U>& e) {
   EigenMlp<T> r;
   for (size_t l = 0; l < e.layers(); ++l) {
     r.W.push_back(e.W[l].template cast<T>());

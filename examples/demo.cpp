@@ -32,9 +32,7 @@ int main() {
   std::cout << "matmul(b,b) =\n" << fx::matmul(b, b) << "\n\n";
 
   // make_jaxpr traces a function on abstract values and prints the program it staged.
-  auto f = [](const fx::Tensor& x, const fx::Tensor& w) {
-    return fx::sum(fx::tanh(fx::matmul(x, w)) * 2.0);
-  };
+  auto f = [](const fx::Tensor& x, const fx::Tensor& w) { return fx::sum(fx::tanh(fx::matmul(x, w)) * 2.0); };
   fx::Tensor x = fx::ones({4, 8}, fx::f32);
   fx::Tensor w = fx::full({8, 2}, 0.1, fx::f32);
   std::cout << "f(x, w) = sum(tanh(matmul(x, w)) * 2.0) = " << f(x, w) << "\n";
@@ -43,14 +41,19 @@ int main() {
   // Transforms compose: gradients, forward mode, batching, Hessians.
   auto g = [](const fx::Tensor& v) { return fx::sum(fx::sin(v) * v); };
   std::cout << "grad(sum(sin(v) * v))(a)   = " << fx::grad(g)(a) << "\n";
-  std::cout << "grad(grad(sin))(0.5)       = " << fx::grad(fx::grad([](const fx::Tensor& v) { return fx::sin(v); }))(fx::scalar(0.5)) << "\n";
-  std::cout << "jvp(sin, a, ones)          = " << fx::jvp([](const fx::Tensor& v) { return fx::sin(v); }, a, fx::ones({3})).second << "\n";
+  std::cout << "grad(grad(sin))(0.5)       = "
+            << fx::grad(fx::grad([](const fx::Tensor& v) { return fx::sin(v); }))(fx::scalar(0.5)) << "\n";
+  std::cout << "jvp(sin, a, ones)          = "
+            << fx::jvp([](const fx::Tensor& v) { return fx::sin(v); }, a, fx::ones({3})).second << "\n";
   std::cout << "vmap(dot with w)(rows)     = "
-            << fx::vmap([&](const fx::Tensor& r) { return fx::sum(r * a); })(fx::reshape(fx::arange(6), {2, 3})) << "\n";
-  std::cout << "hessian(sum(v^3))(a)       =\n" << fx::hessian([](const fx::Tensor& v) { return fx::sum(v * v * v); })(a) << "\n\n";
+            << fx::vmap([&](const fx::Tensor& r) { return fx::sum(r * a); })(fx::reshape(fx::arange(6), {2, 3}))
+            << "\n";
+  std::cout << "hessian(sum(v^3))(a)       =\n"
+            << fx::hessian([](const fx::Tensor& v) { return fx::sum(v * v * v); })(a) << "\n\n";
 
   // The Hessian of an MLP's loss with respect to its parameters, held in a struct.
-  Mlp params{fx::reshape(fx::linspace(-0.5, 0.5, 6), {3, 2}), fx::zeros({2}), fx::reshape(fx::linspace(0.2, 0.8, 2), {2, 1}), fx::zeros({1})};
+  Mlp params{fx::reshape(fx::linspace(-0.5, 0.5, 6), {3, 2}), fx::zeros({2}),
+             fx::reshape(fx::linspace(0.2, 0.8, 2), {2, 1}), fx::zeros({1})};
   fx::Tensor xs = fx::reshape(fx::linspace(-1.0, 1.0, 12), {4, 3});
   fx::Tensor ys = fx::reshape(fx::tensor({0.5, -0.25, 1.0, 0.0}), {4, 1});
   auto loss = [&](const Mlp& p) {
@@ -58,8 +61,8 @@ int main() {
     return fx::mean(err * err);
   };
   std::vector<Mlp> H = fx::hessian(loss)(params);
-  std::cout << "MLP loss = " << loss(params) << "; Hessian blocks d2L/dw1 dw1 " << H[0].w1.aval()
-            << ", d2L/dw1 db2 " << H[0].b2.aval() << "\n";
+  std::cout << "MLP loss = " << loss(params) << "; Hessian blocks d2L/dw1 dw1 " << H[0].w1.aval() << ", d2L/dw1 db2 "
+            << H[0].b2.aval() << "\n";
   // Per-sample gradients: vmap over examples of the gradient of a one-example loss.
   auto example_loss = [](const Mlp& p, const fx::Tensor& x, const fx::Tensor& y) {
     fx::Tensor err = forward(p, fx::expand_dims(x, 0)) - y;

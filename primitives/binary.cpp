@@ -21,13 +21,18 @@ template <class T> using Unsigned = std::make_unsigned_t<T>;
 
 // The Eigen form is used only for floating element types (integer + - * must wrap, which the
 // scalar functor does through unsigned arithmetic).
-template <class A>
-using IfFloating = std::enable_if_t<std::is_floating_point_v<typename A::Scalar>, int>;
+template <class A> using IfFloating = std::enable_if_t<std::is_floating_point_v<typename A::Scalar>, int>;
 
 // Two's complement wrap-around arithmetic, computed in unsigned (where overflow is defined).
-template <class T> T wrap_add(T x, T y) { return static_cast<T>(static_cast<Unsigned<T>>(x) + static_cast<Unsigned<T>>(y)); }
-template <class T> T wrap_sub(T x, T y) { return static_cast<T>(static_cast<Unsigned<T>>(x) - static_cast<Unsigned<T>>(y)); }
-template <class T> T wrap_mul(T x, T y) { return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(y)); }
+template <class T> T wrap_add(T x, T y) {
+  return static_cast<T>(static_cast<Unsigned<T>>(x) + static_cast<Unsigned<T>>(y));
+}
+template <class T> T wrap_sub(T x, T y) {
+  return static_cast<T>(static_cast<Unsigned<T>>(x) - static_cast<Unsigned<T>>(y));
+}
+template <class T> T wrap_mul(T x, T y) {
+  return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(y));
+}
 template <class T> T wrap_neg(T x) { return static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x)); }
 
 // |x| as an unsigned value (exact for the most negative value too).
@@ -44,7 +49,10 @@ struct Add {
   static constexpr const char* name = "add";
   using Packet = cpu::binary_ops::Add;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_add(x, y); else return Packet::one(x, y); }
+  template <class T> static T scalar(T x, T y) {
+    if constexpr (std::is_integral_v<T>) return wrap_add(x, y);
+    else return Packet::one(x, y);
+  }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a + b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) return wrap_sub(x, wrap_neg(y));
@@ -55,7 +63,10 @@ struct Sub {
   static constexpr const char* name = "sub";
   using Packet = cpu::binary_ops::Sub;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_sub(x, y); else return Packet::one(x, y); }
+  template <class T> static T scalar(T x, T y) {
+    if constexpr (std::is_integral_v<T>) return wrap_sub(x, y);
+    else return Packet::one(x, y);
+  }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a - b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) return wrap_add(x, wrap_neg(y));
@@ -66,7 +77,10 @@ struct Mul {
   static constexpr const char* name = "mul";
   using Packet = cpu::binary_ops::Mul;  // floats: Packet::one
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_integral_v<T>) return wrap_mul(x, y); else return Packet::one(x, y); }
+  template <class T> static T scalar(T x, T y) {
+    if constexpr (std::is_integral_v<T>) return wrap_mul(x, y);
+    else return Packet::one(x, y);
+  }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a * b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) {  // |x|*|y| in unsigned, then the sign
@@ -239,7 +253,10 @@ struct Ne {
 struct And {
   static constexpr const char* name = "and";
   static constexpr DTypeSet dtypes = kIntegerOrBool;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_same_v<T, bool>) return x && y; else return x & y; }
+  template <class T> static T scalar(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x && y;
+    else return x & y;
+  }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x ? y : false;
     else return T(~(~x | ~y));
@@ -248,7 +265,10 @@ struct And {
 struct Or {
   static constexpr const char* name = "or";
   static constexpr DTypeSet dtypes = kIntegerOrBool;
-  template <class T> static T scalar(T x, T y) { if constexpr (std::is_same_v<T, bool>) return x || y; else return x | y; }
+  template <class T> static T scalar(T x, T y) {
+    if constexpr (std::is_same_v<T, bool>) return x || y;
+    else return x | y;
+  }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x ? true : y;
     else return T(~(~x & ~y));
@@ -415,10 +435,10 @@ void rem_jvp(const Primitive& self, const std::vector<Tensor>& primals, const st
 
 // Each handle: the Op's builder (binary_builder: shape, kernels, CPU lowering, batching) plus its
 // traits and differentiation rules.
-#define FLUXION_BINARY(fn, Op, rules)                                \
-  const Primitive& fn##_p() {                                        \
+#define FLUXION_BINARY(fn, Op, rules)                               \
+  const Primitive& fn##_p() {                                       \
     static const Primitive& p = binary_builder<Op>() rules.build(); \
-    return p;                                                        \
+    return p;                                                       \
   }
 FLUXION_BINARY(add, Add, .linear().commutative().jvp(&add_jvp).transpose(&add_transpose))
 FLUXION_BINARY(sub, Sub, .linear().jvp(&sub_jvp).transpose(&sub_transpose))
@@ -443,17 +463,16 @@ FLUXION_BINARY(logical_or, Or, .commutative().jvp(&zero_jvp_rule))
 
 void register_binary(std::vector<const Primitive*>& list) {
   using namespace binary_family;
-  list.insert(list.end(), {&add_p(), &sub_p(), &mul_p(), &div_p(), &pow_p(), &max_p(), &min_p(),
-                           &atan2_p(), &rem_p(), &lt_p(), &le_p(), &gt_p(), &ge_p(), &eq_p(), &ne_p(),
-                           &logical_and_p(), &logical_or_p()});
+  list.insert(list.end(), {&add_p(), &sub_p(), &mul_p(), &div_p(), &pow_p(), &max_p(), &min_p(), &atan2_p(), &rem_p(),
+                           &lt_p(), &le_p(), &gt_p(), &ge_p(), &eq_p(), &ne_p(), &logical_and_p(), &logical_or_p()});
 }
 
 }  // namespace fluxion::primitives
 
 namespace fluxion::lax {
-#define FLUXION_BINARY_LAX(fn)                                                         \
-  Tensor fn(const Tensor& a, const Tensor& b) {                                        \
-    return fluxion::bind1(fluxion::primitives::binary_family::fn##_p(), {a, b});       \
+#define FLUXION_BINARY_LAX(fn)                                                   \
+  Tensor fn(const Tensor& a, const Tensor& b) {                                  \
+    return fluxion::bind1(fluxion::primitives::binary_family::fn##_p(), {a, b}); \
   }
 FLUXION_BINARY_LAX(add)
 FLUXION_BINARY_LAX(sub)

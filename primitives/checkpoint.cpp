@@ -51,12 +51,12 @@ struct Caches {
     ParamsPtr call;
     std::vector<int64_t> out_dims;
   };
-  struct Known {              // partial evaluation: what the known inputs determine
-    ParamsPtr call;           // known inputs -> known outputs (no residuals); null if none
+  struct Known {     // partial evaluation: what the known inputs determine
+    ParamsPtr call;  // known inputs -> known outputs (no residuals); null if none
     std::vector<bool> out_known;
   };
-  struct Staged {             // partial evaluation: the one equation staged
-    ParamsPtr call;           // (used known inputs..., used unknown inputs...) -> unknown outputs
+  struct Staged {                // partial evaluation: the one equation staged
+    ParamsPtr call;              // (used known inputs..., used unknown inputs...) -> unknown outputs
     std::vector<size_t> inputs;  // positions of those inputs among the primitive's inputs
   };
   std::mutex mutex;
@@ -71,9 +71,8 @@ CheckpointParams::CheckpointParams(Jaxpr j) : body(std::move(j)), caches(std::ma
 ParamsPtr make_params(Jaxpr j) { return std::make_shared<const CheckpointParams>(std::move(j)); }
 
 /// map[key], made by make() on first use (under the params' lock; a throw inserts nothing).
-template <class Map, class Make>
-const typename Map::mapped_type& cached(const CheckpointParams& p, Map Caches::*member, const typename Map::key_type& key,
-                                        Make make) {
+template <class Map, class Make> const typename Map::mapped_type& cached(const CheckpointParams& p, Map Caches::*member,
+                                                                         const typename Map::key_type& key, Make make) {
   std::lock_guard<std::mutex> lock(p.caches->mutex);
   Map& map = (*p.caches).*member;
   auto it = map.find(key);

@@ -123,8 +123,9 @@ void batch_rule(const Primitive& self, const std::vector<Tensor>& values, const 
     }
     std::vector<Jaxpr> js;
     for (size_t i = 0; i < bs.size(); ++i)
-      js.push_back(bs[i].out_batched == any ? std::move(bs[i].jaxpr)
-                                            : batch_jaxpr(p.branches[i].jaxpr(), avals_of(ops), op_dims, size, any).jaxpr);
+      js.push_back(bs[i].out_batched == any
+                       ? std::move(bs[i].jaxpr)
+                       : batch_jaxpr(p.branches[i].jaxpr(), avals_of(ops), op_dims, size, any).jaxpr);
     out = fluxion::bind(self, values, make_params(std::move(js)));
     out_dims.clear();
     for (bool b : any) out_dims.push_back(b ? 0 : kNotMapped);
@@ -140,7 +141,8 @@ void batch_rule(const Primitive& self, const std::vector<Tensor>& values, const 
     {
       BatchInterpreter batch(size, "vmap");
       std::vector<Tensor> lifted;
-      for (size_t i = 0; i < ops.size(); ++i) lifted.push_back(op_dims[i] == kNotMapped ? ops[i] : batch.lift(ops[i], op_dims[i]));
+      for (size_t i = 0; i < ops.size(); ++i)
+        lifted.push_back(op_dims[i] == kNotMapped ? ops[i] : batch.lift(ops[i], op_dims[i]));
       std::vector<Tensor> outs;
       {
         InterpreterScope scope(batch);

@@ -129,7 +129,8 @@ JvpJaxpr jvp_jaxpr(const Jaxpr& j, const std::vector<bool>& nonzero, const std::
     std::vector<Tensor> tangents_in;
     size_t t = n;
     for (size_t i = 0; i < n; ++i) tangents_in.push_back(nonzero[i] ? ins[t++] : Tensor());
-    auto [primals, tangents_out] = jvp_eval_jaxpr(j, std::vector<Tensor>(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(n)), tangents_in, "jvp");
+    auto [primals, tangents_out] = jvp_eval_jaxpr(
+        j, std::vector<Tensor>(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(n)), tangents_in, "jvp");
     std::vector<Tensor> tangents;
     r.out_nonzero.clear();
     for (size_t k = 0; k < primals.size(); ++k) {
@@ -150,7 +151,8 @@ BatchJaxpr batch_jaxpr(const Jaxpr& j, const std::vector<AbstractValue>& avals, 
   r.jaxpr = trace_jaxpr(avals, Device::cpu(), [&](const std::vector<Tensor>& ins) {
     BatchInterpreter batch(size, "vmap");
     std::vector<Tensor> lifted;
-    for (size_t i = 0; i < ins.size(); ++i) lifted.push_back(dims[i] == kNotMapped ? ins[i] : batch.lift(ins[i], dims[i]));
+    for (size_t i = 0; i < ins.size(); ++i)
+      lifted.push_back(dims[i] == kNotMapped ? ins[i] : batch.lift(ins[i], dims[i]));
     std::vector<Tensor> outs;
     {
       InterpreterScope scope(batch);
@@ -235,7 +237,8 @@ Tensor predicate_index(const char* op, const Tensor& pred) {
 
 int64_t scan_length(const std::vector<Tensor>& xs) {
   if (xs.empty())
-    detail::fail<Error>("scan", "xs has no tensors, so the number of steps is unknown. Pass xs with a leading axis "
+    detail::fail<Error>("scan",
+                        "xs has no tensors, so the number of steps is unknown. Pass xs with a leading axis "
                         "(e.g. fx::arange(n)) or use fx::fori_loop.");
   for (size_t i = 0; i < xs.size(); ++i) {
     if (xs[i].ndim() == 0)

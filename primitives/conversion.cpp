@@ -87,8 +87,7 @@ std::vector<AbstractValue> convert_shape_rule(const Primitive& self, const std::
 #if !FLUXION_LIGHT_KERNELS
 // Float -> integer with Eigen: NaN -> 0, clamp into the range where the cast is exact and defined,
 // and saturate values at or above From(max) (which may round up past max, e.g. f32(2^31-1) = 2^31).
-template <class To, class From, class In, class Out>
-void saturating_float_to_int(const In& x, Out& y) {
+template <class To, class From, class In, class Out> void saturating_float_to_int(const In& x, Out& y) {
   const From lo = static_cast<From>(std::numeric_limits<To>::min());  // a power of two: exact
   const From top = static_cast<From>(std::numeric_limits<To>::max());
   // The largest From below 2^(bits-1): top itself when exact, else the float just below it.
@@ -100,8 +99,7 @@ void saturating_float_to_int(const In& x, Out& y) {
 }
 
 // n elements from -> to; Align: Eigen::Aligned64 for whole tensors, Eigen::Unaligned for blocks.
-template <int Align>
-void convert_elements(const void* in, DType from, void* out, DType to, int64_t n) {
+template <int Align> void convert_elements(const void* in, DType from, void* out, DType to, int64_t n) {
   dispatch_dtype(from, [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
     dispatch_dtype(to, [&](auto to_tag) {
@@ -145,7 +143,8 @@ void convert_block(DType from, const void* const* in, const bool* scalar, void* 
         const From* x = static_cast<const From*>(in[0]);
         To* y = static_cast<To*>(out);
         if (scalar[0]) std::fill(y, y + n, detail::convert_scalar<To>(x[0]));
-        else for (int64_t i = 0; i < n; ++i) y[i] = detail::convert_scalar<To>(x[i]);
+        else
+          for (int64_t i = 0; i < n; ++i) y[i] = detail::convert_scalar<To>(x[i]);
       });
     });
     return;
@@ -232,8 +231,7 @@ void convert_jvp(const Primitive& self, const std::vector<Tensor>& primals, cons
 
 // The cotangent converted back to the input dtype (zero when either side is not floating).
 void convert_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>&,
-                       const std::vector<AbstractValue>& in_avals, const Params& params,
-                       std::vector<Tensor>& cts_in) {
+                       const std::vector<AbstractValue>& in_avals, const Params& params, std::vector<Tensor>& cts_in) {
   const DType to = params.as<ConvertElementTypeParams>().new_dtype;
   if (!cts_out[0].defined() || !converts_floats(in_avals[0].dtype, to)) return;
   cts_in[0] = lax::convert_element_type(cts_out[0], in_avals[0].dtype);

@@ -43,8 +43,8 @@ SubJaxpr trace_fun(const char* op, const FlatFn& f, const std::vector<Tensor>& a
   Device device = args.empty() ? Device::cpu() : args[0].device();
   control_flow_detail::Closed c = control_flow_detail::trace_closed(f, avals_of(args), device);
   if (!c.captured.empty())
-    detail::fail<Error>(op, "the function closes over a value traced by an enclosing transform (",
-                        c.captured[0].aval(), "); its custom rule cannot see it, so its derivative or batching ",
+    detail::fail<Error>(op, "the function closes over a value traced by an enclosing transform (", c.captured[0].aval(),
+                        "); its custom rule cannot see it, so its derivative or batching ",
                         "would be wrong. Pass that value as an argument.");
   return SubJaxpr(std::move(c.jaxpr));
 }
@@ -54,7 +54,8 @@ std::vector<Tensor> batch_flat(const FlatFn& fn, const std::vector<Tensor>& ins,
                                int64_t size) {
   BatchInterpreter batch(size, "vmap");
   std::vector<Tensor> lifted;
-  for (size_t i = 0; i < ins.size(); ++i) lifted.push_back(dims[i] == kNotMapped ? ins[i] : batch.lift(ins[i], dims[i]));
+  for (size_t i = 0; i < ins.size(); ++i)
+    lifted.push_back(dims[i] == kNotMapped ? ins[i] : batch.lift(ins[i], dims[i]));
   std::vector<Tensor> outs;
   {
     InterpreterScope scope(batch);
@@ -116,22 +117,19 @@ struct JvpCallParams final : Params {
   std::shared_ptr<const Params> clone() const override { return std::make_shared<JvpCallParams>(*this); }
 };
 
-std::vector<AbstractValue> jvp_call_shape(const Primitive&, const std::vector<AbstractValue>& in, const Params& params) {
+std::vector<AbstractValue> jvp_call_shape(const Primitive&, const std::vector<AbstractValue>& in,
+                                          const Params& params) {
   return fun_shape_rule("custom_jvp", params.as<JvpCallParams>().fun, in);
 }
 
-template <class P>
-void fun_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+template <class P> void fun_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   copy_outputs("custom_call", params.as<P>().fun.run(in), out);
 }
 template <class P>
 void fun_reference_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   copy_outputs("custom_call", params.as<P>().fun.run_reference(in), out);
 }
-template <class P>
-const Jaxpr& fun_callee(const Params& params) {
-  return params.as<P>().fun.jaxpr();
-}
+template <class P> const Jaxpr& fun_callee(const Params& params) { return params.as<P>().fun.jaxpr(); }
 
 void jvp_call_jvp(const Primitive&, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                   const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
@@ -191,7 +189,8 @@ struct VjpCallParams final : Params {
   std::shared_ptr<const Params> clone() const override { return std::make_shared<VjpCallParams>(*this); }
 };
 
-std::vector<AbstractValue> vjp_call_shape(const Primitive&, const std::vector<AbstractValue>& in, const Params& params) {
+std::vector<AbstractValue> vjp_call_shape(const Primitive&, const std::vector<AbstractValue>& in,
+                                          const Params& params) {
   return fun_shape_rule("custom_vjp", params.as<VjpCallParams>().fun, in);
 }
 
@@ -216,8 +215,8 @@ struct LinParams final : Params {
   }
   bool equals(const Params& o) const override {
     const auto* p = dynamic_cast<const LinParams*>(&o);
-    return p && p->bwd == bwd && p->res_avals == res_avals && p->arg_avals == arg_avals &&
-           p->out_avals == out_avals && p->nonzero == nonzero;
+    return p && p->bwd == bwd && p->res_avals == res_avals && p->arg_avals == arg_avals && p->out_avals == out_avals &&
+           p->nonzero == nonzero;
   }
   size_t hash() const override { return std::hash<const void*>()(bwd.get()); }
   std::shared_ptr<const Params> clone() const override { return std::make_shared<LinParams>(*this); }
@@ -374,9 +373,8 @@ void vjp_call_batch(const Primitive& self, const std::vector<Tensor>& values, co
   std::vector<Tensor> vals = batched_at_front(values, d);
   std::vector<bool> all(p.fun.jaxpr().outputs.size(), true);
   auto fun = control_flow_detail::batch_jaxpr(p.fun.jaxpr(), avals_of(vals), d, size, all);
-  auto fwd = std::make_shared<const FlatFn>([base = p.fwd, d, size](const std::vector<Tensor>& ins) {
-    return batch_flat(*base, ins, d, size);
-  });
+  auto fwd = std::make_shared<const FlatFn>(
+      [base = p.fwd, d, size](const std::vector<Tensor>& ins) { return batch_flat(*base, ins, d, size); });
   auto bwd = std::make_shared<const FlatFn>([base = p.bwd, d, size](const std::vector<Tensor>& ins) {
     std::vector<Tensor> cts = batch_flat(*base, ins, std::vector<int64_t>(ins.size(), 0), size);
     for (size_t i = 0; i < cts.size() && i < d.size(); ++i)
@@ -393,14 +391,16 @@ namespace custom_detail {
 
 std::vector<Tensor> custom_jvp_flat(const FlatFn& f, const FlatJvpRule& rule, const std::vector<Tensor>& args) {
   SubJaxpr fun = trace_fun("custom_jvp", f, args);
-  return fluxion::bind(custom_jvp_call_p(), args, JvpCallParams(std::move(fun), std::make_shared<const FlatJvpRule>(rule)));
+  return fluxion::bind(custom_jvp_call_p(), args,
+                       JvpCallParams(std::move(fun), std::make_shared<const FlatJvpRule>(rule)));
 }
 
 std::vector<Tensor> custom_vjp_flat(const FlatFn& f, const FlatFn& fwd, const FlatFn& bwd,
                                     const std::vector<Tensor>& args) {
   SubJaxpr fun = trace_fun("custom_vjp", f, args);
-  return fluxion::bind(custom_vjp_call_p(), args,
-                       VjpCallParams(std::move(fun), std::make_shared<const FlatFn>(fwd), std::make_shared<const FlatFn>(bwd)));
+  return fluxion::bind(
+      custom_vjp_call_p(), args,
+      VjpCallParams(std::move(fun), std::make_shared<const FlatFn>(fwd), std::make_shared<const FlatFn>(bwd)));
 }
 
 std::vector<Tensor> custom_lin_flat(const FlatFn& bwd, const std::vector<Tensor>& residuals,

@@ -50,14 +50,13 @@ void check_pairs(const Primitive& self, const char* what, const AbstractValue& l
                  const AxisPair& pair) {
   if (pair.first.size() != pair.second.size())
     detail::fail<ShapeError>(self.name.c_str(), what, " dims ", axes_str(pair.first), " of lhs ", l, " and ",
-                             axes_str(pair.second), " of rhs ", r,
-                             " differ in number. Give one rhs dim per lhs dim.");
+                             axes_str(pair.second), " of rhs ", r, " differ in number. Give one rhs dim per lhs dim.");
   for (size_t i = 0; i < pair.first.size(); ++i) {
     const int64_t a = l.shape[pair.first[i]], b = r.shape[pair.second[i]];
     if (a != b)
       detail::fail<ShapeError>(self.name.c_str(), what, " dims ", axes_str(pair.first), " of lhs ", l, " and ",
-                               axes_str(pair.second), " of rhs ", r, " have different sizes: lhs dim ",
-                               pair.first[i], " is ", a, ", rhs dim ", pair.second[i], " is ", b,
+                               axes_str(pair.second), " of rhs ", r, " have different sizes: lhs dim ", pair.first[i],
+                               " is ", a, ", rhs dim ", pair.second[i], " is ", b,
                                ". Paired dims must have equal sizes; transpose or reshape an operand.");
   }
 }
@@ -76,8 +75,8 @@ std::vector<AbstractValue> dot_general_shape_rule(const Primitive& self, const s
   if (p.contract.first.size() != p.contract.second.size() || p.batch.first.size() != p.batch.second.size()) {
     const bool c = p.contract.first.size() != p.contract.second.size();
     const AxisPair& pair = c ? p.contract : p.batch;
-    detail::fail<ShapeError>(self.name.c_str(), c ? "contracting" : "batch", " dims ", axes_str(pair.first),
-                             " of lhs ", l, " and ", axes_str(pair.second), " of rhs ", r,
+    detail::fail<ShapeError>(self.name.c_str(), c ? "contracting" : "batch", " dims ", axes_str(pair.first), " of lhs ",
+                             l, " and ", axes_str(pair.second), " of rhs ", r,
                              " differ in number. Give one rhs dim per lhs dim.");
   }
   std::vector<bool> lused(static_cast<size_t>(l.ndim()), false), rused(static_cast<size_t>(r.ndim()), false);
@@ -108,8 +107,7 @@ void dot_general_kernel(const std::vector<Tensor>& in, const Params& params, std
       T* o = out[0].mutable_data<T>();
       if constexpr (Reference)
         reference::dot_general(l, in[0].shape().dims(), r, in[1].shape().dims(), p.contract, p.batch, o);
-      else
-        cpu::dot_general(l, in[0].shape().dims(), r, in[1].shape().dims(), p.contract, p.batch, o);
+      else cpu::dot_general(l, in[0].shape().dims(), r, in[1].shape().dims(), p.contract, p.batch, o);
     }
   });
 }
@@ -188,9 +186,9 @@ void dot_general_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
 // batch dims with y's) gives [batch, x free, x contracting in y's dim order], which a transpose
 // puts back in x's dim order. With `swap` the roles are mirrored (g is [batch, y free, x free]),
 // which is how the rhs cotangent is computed.
-Tensor transpose_operand(const Tensor& g, const AbstractValue& x, const Tensor& y, const std::vector<int64_t>& x_contract,
-                         const std::vector<int64_t>& y_contract, const std::vector<int64_t>& x_batch,
-                         const std::vector<int64_t>& y_batch, bool swap) {
+Tensor transpose_operand(const Tensor& g, const AbstractValue& x, const Tensor& y,
+                         const std::vector<int64_t>& x_contract, const std::vector<int64_t>& y_contract,
+                         const std::vector<int64_t>& x_batch, const std::vector<int64_t>& y_batch, bool swap) {
   const std::vector<int64_t> x_free = free_dims(x.ndim(), x_contract, x_batch);
   const std::vector<int64_t> y_free = free_dims(y.ndim(), y_contract, y_batch);
   const int64_t nb = static_cast<int64_t>(x_batch.size());
@@ -224,7 +222,8 @@ void dot_general_transpose(const Primitive& self, const std::vector<Tensor>& cts
   if (!g.defined()) return;
   const auto& p = params.as<DotGeneralParams>();
   if (!inputs[0].defined() && !inputs[1].defined())
-    detail::fail<Error>(self.name.c_str(), "internal: transpose with both operands linear (the product is not linear).");
+    detail::fail<Error>(self.name.c_str(),
+                        "internal: transpose with both operands linear (the product is not linear).");
   if (!inputs[0].defined())
     cts_in[0] = transpose_operand(g, in_avals[0], inputs[1], p.contract.first, p.contract.second, p.batch.first,
                                   p.batch.second, /*swap=*/false);

@@ -13,8 +13,8 @@ void check_arity(const Primitive& self, const std::vector<AbstractValue>& in, si
 
 void check_dtype_in(const Primitive& self, const AbstractValue& a, DTypeSet allowed) {
   if (!allowed.contains(a.dtype))
-    detail::fail<DTypeError>(self.name.c_str(), "got an operand of type ", a, "; ", self.name,
-                             " accepts ", allowed.describe(), ". Convert it with fx::astype first.");
+    detail::fail<DTypeError>(self.name.c_str(), "got an operand of type ", a, "; ", self.name, " accepts ",
+                             allowed.describe(), ". Convert it with fx::astype first.");
 }
 
 Shape elementwise_binary_shape(const Primitive& self, const AbstractValue& a, const AbstractValue& b) {
@@ -30,9 +30,8 @@ Shape elementwise_binary_shape(const Primitive& self, const AbstractValue& a, co
 
 Tensor scalar_like(const Tensor& like, double value) { return full(Shape{}, value, like.dtype()); }
 
-void elementwise_batch_rule(const Primitive& self, const std::vector<Tensor>& values,
-                            const std::vector<int64_t>& dims, const Params& params,
-                            std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
+void elementwise_batch_rule(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                            const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
   int64_t size = batching::batch_size(values, dims);
   // The unbatched shape of the result: that of any operand that is not rank 0.
   std::vector<int64_t> logical;
@@ -74,9 +73,8 @@ Tensor broadcast_scalar_to(const Tensor& t, const Shape& shape) {
   return lax::broadcast_in_dim(t, shape, {});
 }
 
-void linear_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals,
-                     const std::vector<Tensor>& tangents, const Params& params,
-                     std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+void linear_jvp_rule(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                     const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
   primals_out = fluxion::bind(self, primals, params);
   std::vector<Tensor> t = tangents;
   for (size_t i = 0; i < t.size(); ++i)

@@ -25,8 +25,7 @@
 namespace fluxion::primitives {
 namespace gram_detail {
 
-std::vector<AbstractValue> gram_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
-                                           const Params&) {
+std::vector<AbstractValue> gram_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params&) {
   check_arity(self, in, 2);
   const AbstractValue &x = in[0], &s = in[1];
   const char* name = self.name.c_str();
@@ -48,19 +47,18 @@ std::vector<AbstractValue> gram_shape_rule(const Primitive& self, const std::vec
 
 /// Reference: every entry of the lower triangle summed in long double in row order, rounded once,
 /// and mirrored (the spec is symmetric too).
-template <class T>
-void gram_reference(const T* x, const T* s, T* out, int64_t n, int64_t d) {
+template <class T> void gram_reference(const T* x, const T* s, T* out, int64_t n, int64_t d) {
   using L = long double;
   for (int64_t a = 0; a < d; ++a)
     for (int64_t b = 0; b <= a; ++b) {
       L acc = 0;
-      for (int64_t i = 0; i < n; ++i) acc += static_cast<L>(x[i * d + a]) * static_cast<L>(s[i]) * static_cast<L>(x[i * d + b]);
+      for (int64_t i = 0; i < n; ++i)
+        acc += static_cast<L>(x[i * d + a]) * static_cast<L>(s[i]) * static_cast<L>(x[i * d + b]);
       out[a * d + b] = out[b * d + a] = static_cast<T>(acc);
     }
 }
 
-template <bool Reference>
-void gram_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+template <bool Reference> void gram_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   const int64_t n = in[0].shape()[0], d = in[0].shape()[1];
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -102,8 +100,9 @@ void gram_jvp(const Primitive& self, const std::vector<Tensor>& primals, const s
 void gram_transpose(const Primitive& self, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
                     const std::vector<AbstractValue>&, const Params&, std::vector<Tensor>& cts_in) {
   if (!inputs[0].defined())
-    detail::fail<Error>(self.name.c_str(), "internal: transpose with a linear x (gram is linear in s only, "
-                                           "for a known x).");
+    detail::fail<Error>(self.name.c_str(),
+                        "internal: transpose with a linear x (gram is linear in s only, "
+                        "for a known x).");
   if (!cts_out[0].defined() || inputs[1].defined()) return;
   const Tensor& x = inputs[0];
   Tensor x_ct = lax::dot_general(x, cts_out[0], {{1}, {0}});  // [N, D]: Σ_a x[n,a] ct[a,b]

@@ -43,7 +43,8 @@ struct JitCallParams::Caches {
 JitCallParams::JitCallParams(std::shared_ptr<const Jaxpr> jaxpr, std::string name, bool optimized)
     : jaxpr_(std::move(jaxpr)),
       name_(std::move(name)),
-      caches_(std::make_shared<Caches>(jaxpr_, optimized ? runtime::JaxprStage::optimized : runtime::JaxprStage::traced)) {}
+      caches_(
+          std::make_shared<Caches>(jaxpr_, optimized ? runtime::JaxprStage::optimized : runtime::JaxprStage::traced)) {}
 
 std::shared_ptr<const Executable> JitCallParams::executable(Device device) const {
   return caches_->plans.executable(device);
@@ -64,7 +65,9 @@ FLUXION_REPL_INLINE bool JitCallParams::equals(const Params& other) const {
   return o && o->jaxpr_ == jaxpr_;
 }
 FLUXION_REPL_INLINE size_t JitCallParams::hash() const { return std::hash<const void*>()(jaxpr_.get()); }
-FLUXION_REPL_INLINE std::shared_ptr<const Params> JitCallParams::clone() const { return std::make_shared<JitCallParams>(*this); }
+FLUXION_REPL_INLINE std::shared_ptr<const Params> JitCallParams::clone() const {
+  return std::make_shared<JitCallParams>(*this);
+}
 
 namespace jit_call_detail {
 
@@ -77,8 +80,8 @@ std::shared_ptr<const JitCallParams> derived(Jaxpr j, const std::string& name) {
 std::vector<AbstractValue> shape_rule(const Primitive&, const std::vector<AbstractValue>& in, const Params& params) {
   const Jaxpr& j = params.as<JitCallParams>().jaxpr();
   if (in.size() != j.invars.size())
-    detail::fail<ShapeError>("jit_call", "the traced function takes ", j.invars.size(), " tensors, got ",
-                             in.size(), ". Call it with the arguments it was traced with.");
+    detail::fail<ShapeError>("jit_call", "the traced function takes ", j.invars.size(), " tensors, got ", in.size(),
+                             ". Call it with the arguments it was traced with.");
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] != j.avals[j.invars[i]])
       detail::fail<ShapeError>("jit_call", "input ", i, " is ", in[i], " but the function was traced for ",
@@ -162,7 +165,8 @@ const Caches::Batch& batch_for(const JitCallParams& call, const std::vector<Tens
     InterpreterScope scope(st);
     BatchInterpreter batch(size, "vmap");
     std::vector<Tensor> lifted;
-    for (size_t i = 0; i < ins.size(); ++i) lifted.push_back(dims[i] == kNotMapped ? ins[i] : batch.lift(ins[i], dims[i]));
+    for (size_t i = 0; i < ins.size(); ++i)
+      lifted.push_back(dims[i] == kNotMapped ? ins[i] : batch.lift(ins[i], dims[i]));
     std::vector<Tensor> outs;
     {
       InterpreterScope batch_scope(batch);
@@ -261,8 +265,10 @@ void transpose_rule(const Primitive& self, const std::vector<Tensor>& cts_out, c
         StageInterpreter pe("jit", /*forward_known=*/true);
         // Linear inputs are undefined: their device is that of any defined value (CPU if none).
         Device device = Device::cpu();
-        for (const Tensor& t : inputs) if (t.defined()) device = t.device();
-        for (const Tensor& t : cts_out) if (t.defined()) device = t.device();
+        for (const Tensor& t : inputs)
+          if (t.defined()) device = t.device();
+        for (const Tensor& t : cts_out)
+          if (t.defined()) device = t.device();
         std::vector<Tensor> mixed;
         size_t k = 0;
         for (size_t i = 0; i < inputs.size(); ++i)

@@ -59,8 +59,7 @@ SolveDims solve_dims(const Shape& a, const Shape& b) {
 
 /// CPU: one Eigen PartialPivLU per matrix; the row-major blocks are read through Eigen::Map (the
 /// factorization copies a into its own column-major storage, reused across the batch).
-template <class T>
-void solve_cpu(const T* a, const T* b, T* x, const AbstractValue& a_aval, SolveDims d) {
+template <class T> void solve_cpu(const T* a, const T* b, T* x, const AbstractValue& a_aval, SolveDims d) {
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (d.n == 0) return;
@@ -76,14 +75,14 @@ void solve_cpu(const T* a, const T* b, T* x, const AbstractValue& a_aval, SolveD
     for (int64_t c = 0; c < d.n; ++c)
       if (lu.matrixLU()(c, c) == T(0)) fail_singular(a_aval, i, c);
     if (d.k > 0)
-      Eigen::Map<RowMajor>(x + i * d.n * d.k, d.n, d.k) = lu.solve(Eigen::Map<const RowMajor>(b + i * d.n * d.k, d.n, d.k));
+      Eigen::Map<RowMajor>(x + i * d.n * d.k, d.n, d.k) =
+          lu.solve(Eigen::Map<const RowMajor>(b + i * d.n * d.k, d.n, d.k));
   }
 }
 
 /// Reference: textbook Gaussian elimination with partial pivoting (the largest magnitude in the
 /// column, first one on ties) and back substitution, in long double, rounded once to T.
-template <class T>
-void solve_reference(const T* a, const T* b, T* x, const AbstractValue& a_aval, SolveDims d) {
+template <class T> void solve_reference(const T* a, const T* b, T* x, const AbstractValue& a_aval, SolveDims d) {
   using L = long double;
   const int64_t n = d.n, k = d.k;
   std::vector<L> m(static_cast<size_t>(n * n)), r(static_cast<size_t>(n * k)), s(static_cast<size_t>(n * k));
@@ -138,24 +137,22 @@ std::vector<AbstractValue> solve_shape_rule(const Primitive& self, const std::ve
                              "): shape (..., n, k). Give a vector b a trailing dim of size 1 (fx::solve does).");
   for (int64_t i = 0; i < r - 2; ++i)
     if (a.shape[i] != b.shape[i])
-      detail::fail<ShapeError>(name, "batch dims of a ", a, " and b ", b, " differ (dim ", i, ": ", a.shape[i],
-                               " vs ", b.shape[i], "). They must be equal; fx::solve broadcasts them.");
+      detail::fail<ShapeError>(name, "batch dims of a ", a, " and b ", b, " differ (dim ", i, ": ", a.shape[i], " vs ",
+                               b.shape[i], "). They must be equal; fx::solve broadcasts them.");
   if (b.shape[r - 2] != a.shape[r - 1])
     detail::fail<ShapeError>(name, "b ", b, " has ", b.shape[r - 2], " rows but a ", a, " is ", a.shape[r - 1], "x",
                              a.shape[r - 1], ". b must be (..., n, k) with n = ", a.shape[r - 1], ".");
   return {AbstractValue{b.shape, b.dtype}};
 }
 
-template <bool Reference>
-void solve_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+template <bool Reference> void solve_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   const SolveDims d = solve_dims(in[0].shape(), in[1].shape());
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       if constexpr (Reference)
         solve_reference(in[0].data<T>(), in[1].data<T>(), out[0].mutable_data<T>(), in[0].aval(), d);
-      else
-        solve_cpu(in[0].data<T>(), in[1].data<T>(), out[0].mutable_data<T>(), in[0].aval(), d);
+      else solve_cpu(in[0].data<T>(), in[1].data<T>(), out[0].mutable_data<T>(), in[0].aval(), d);
     }
   });
 }
@@ -194,8 +191,9 @@ void solve_jvp(const Primitive& self, const std::vector<Tensor>& primals, const 
 void solve_transpose(const Primitive& self, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
                      const std::vector<AbstractValue>&, const Params& params, std::vector<Tensor>& cts_in) {
   if (!inputs[0].defined())
-    detail::fail<Error>(self.name.c_str(), "internal: transpose with a linear matrix a (solve is linear in b only, "
-                                           "for a known a).");
+    detail::fail<Error>(self.name.c_str(),
+                        "internal: transpose with a linear matrix a (solve is linear in b only, "
+                        "for a known a).");
   if (!cts_out[0].defined() || inputs[1].defined()) return;
   cts_in[1] = fluxion::bind1(self, {matrix_transpose(inputs[0]), cts_out[0]}, params);
 }
@@ -207,7 +205,7 @@ void solve_transpose(const Primitive& self, const std::vector<Tensor>& cts_out, 
 void solve_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
                  const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims) {
   if (dims[0] == kNotMapped) {
-    const int64_t r = values[1].ndim() - 1;  // the unbatched rank
+    const int64_t r = values[1].ndim() - 1;                 // the unbatched rank
     Tensor b = batching::move_axis(values[1], dims[1], r);  // (B..., n, k, m)
     const Shape split = b.shape();
     Shape folded(split.begin(), split.end() - 2);

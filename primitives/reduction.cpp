@@ -177,7 +177,8 @@ void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
-      if constexpr (Reference) reference::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
+      if constexpr (Reference)
+        reference::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
       else cpu::reduce<Op>(in[0].data<T>(), in[0].shape().dims(), axes, out[0].mutable_data<T>());
     }
   });
@@ -300,7 +301,9 @@ void reduce_prod_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
   perm.insert(perm.end(), axes.begin(), axes.end());
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-  auto gather_axes = [&](const Tensor& v) { return lax::reshape(identity ? v : lax::transpose(v, perm), Shape(gathered)); };
+  auto gather_axes = [&](const Tensor& v) {
+    return lax::reshape(identity ? v : lax::transpose(v, perm), Shape(gathered));
+  };
   Tensor tg = gather_axes(t);
   const int64_t last = static_cast<int64_t>(gathered.size()) - 1;
   if (n <= 1) {  // nothing else to multiply by
@@ -333,16 +336,16 @@ std::vector<AbstractValue> arg_shape_rule(const Primitive& self, const std::vect
   if (p.axes.size() != 1) {
     std::ostringstream os;
     detail::print_param(os, p.axes);
-    detail::fail<AxisError>(self.name.c_str(), "takes exactly one axis, got axes=", os.str(), " for operand ",
-                            in[0], ". Reduce one axis at a time (or reshape the axes into one).");
+    detail::fail<AxisError>(self.name.c_str(), "takes exactly one axis, got axes=", os.str(), " for operand ", in[0],
+                            ". Reduce one axis at a time (or reshape the axes into one).");
   }
   check_axes(self, in[0], p.axes);
   if (p.index_dtype != i32 && p.index_dtype != i64)
     detail::fail<DTypeError>(self.name.c_str(), "index_dtype must be i32 or i64, got ", p.index_dtype, ".");
   const int64_t n = in[0].shape[p.axes[0]];
   if (n == 0)
-    detail::fail<ShapeError>(self.name.c_str(), "cannot take the ", self.name, " of an empty axis: axis ",
-                             p.axes[0], " of ", in[0], " has size 0. Check the shape, or guard the call.");
+    detail::fail<ShapeError>(self.name.c_str(), "cannot take the ", self.name, " of an empty axis: axis ", p.axes[0],
+                             " of ", in[0], " has size 0. Check the shape, or guard the call.");
   if (p.index_dtype == i32 && n - 1 > std::numeric_limits<int32_t>::max())
     detail::fail<ShapeError>(self.name.c_str(), "axis ", p.axes[0], " of ", in[0],
                              " is too long for i32 indices. Pass index_dtype=i64.");
@@ -422,7 +425,8 @@ void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       if constexpr (Reference) {
-        reference::cumsum<Extended<T>>(in[0].data<T>(), in[0].shape().dims(), p.axis, p.reverse, out[0].mutable_data<T>());
+        reference::cumsum<Extended<T>>(in[0].data<T>(), in[0].shape().dims(), p.axis, p.reverse,
+                                       out[0].mutable_data<T>());
       } else {
         auto [outer, n, inner] = split_at(in[0].shape(), p.axis);
         using A = std::conditional_t<std::is_floating_point_v<T>, double, Wrapping<T>>;

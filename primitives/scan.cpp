@@ -21,7 +21,11 @@ struct ScanParams final : Params {
   int64_t num_consts, num_carry, length;
   bool reverse;
   ScanParams(Jaxpr b, size_t nc, size_t ncar, int64_t len, bool rev)
-      : body(std::move(b)), num_consts(static_cast<int64_t>(nc)), num_carry(static_cast<int64_t>(ncar)), length(len), reverse(rev) {}
+      : body(std::move(b)),
+        num_consts(static_cast<int64_t>(nc)),
+        num_carry(static_cast<int64_t>(ncar)),
+        length(len),
+        reverse(rev) {}
   void print(std::ostream& os) const override {
     os << "length=" << length << " reverse=" << (reverse ? "True" : "False") << " num_consts=" << num_consts
        << " num_carry=" << num_carry << " ";
@@ -54,7 +58,8 @@ AbstractValue stacked(AbstractValue a, int64_t length) {
   return a;
 }
 template <class T> std::vector<T> sub(const std::vector<T>& v, size_t from, size_t n) {
-  return std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + n));
+  return std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(from),
+                        v.begin() + static_cast<std::ptrdiff_t>(from + n));
 }
 
 std::vector<AbstractValue> shape_rule(const Primitive&, const std::vector<AbstractValue>& in, const Params& params) {
@@ -192,7 +197,9 @@ void jvp_rule(const Primitive& self, const Slices& primals, const Slices& tangen
   for (size_t k = 0; k < ny; ++k) ty += d.out_nonzero[ncar + k];
   const size_t n = nc + ncar + nx;
   std::vector<size_t> perm;
-  auto range = [&](size_t from, size_t count) { for (size_t i = 0; i < count; ++i) perm.push_back(from + i); };
+  auto range = [&](size_t from, size_t count) {
+    for (size_t i = 0; i < count; ++i) perm.push_back(from + i);
+  };
   range(0, nc), range(n, tc), range(nc, ncar), range(n + tc, tk), range(nc + ncar, nx), range(n + tc + tk, tx);
   Jaxpr body = permute_inputs(d.jaxpr, perm);
   // Outputs (carry, y, carry_t, y_t) -> (carry, carry_t, y, y_t).
@@ -206,7 +213,9 @@ void jvp_rule(const Primitive& self, const Slices& primals, const Slices& tangen
   auto add_group = [&](size_t from, size_t count, bool instantiate) {
     for (size_t i = from; i < from + count; ++i) ins.push_back(primals[i]);
     for (size_t i = from; i < from + count; ++i)
-      if (nz[i]) ins.push_back(tangents[i].defined() || !instantiate ? tangents[i] : zeros(primals[i].shape(), primals[i].dtype()));
+      if (nz[i])
+        ins.push_back(tangents[i].defined() || !instantiate ? tangents[i]
+                                                            : zeros(primals[i].shape(), primals[i].dtype()));
   };
   add_group(0, nc, false);
   add_group(nc, ncar, true);
@@ -322,7 +331,8 @@ Slices partial_eval_rule(const Primitive& self, StageInterpreter& stage, const S
   u_in = cat(u_in, part(known_out, kk + kys, stacked_res_avals.size() + forced_avals.size()));
   for (size_t i = nc + ncar; i < inputs.size(); ++i)
     if (unknown[i]) u_in.push_back(inputs[i]);
-  Slices unknown_out = stage.stage_equation(self, u_in, ScanParams(std::move(unknown_body), n_cres + uc, uk, p.length, p.reverse));
+  Slices unknown_out =
+      stage.stage_equation(self, u_in, ScanParams(std::move(unknown_body), n_cres + uc, uk, p.length, p.reverse));
   Slices out;
   size_t kp = 0, ky = kk, up = 0;
   for (size_t k = 0; k < ncar; ++k) out.push_back(unknown[nc + k] ? unknown_out[up++] : known_out[kp++]);

@@ -63,9 +63,8 @@ std::vector<AbstractValue> broadcast_in_dim_rule(const Primitive& self, const st
   const int64_t out_rank = p.shape.size();
   checked_num_elements(nm, p.shape.dims());
   if (static_cast<int64_t>(bd.size()) != x.ndim())
-    detail::fail<ShapeError>(nm, "broadcast_dimensions=", axes_str(bd), " has ", bd.size(),
-                             " entries for operand ", x, " of rank ", x.ndim(),
-                             ". Give one output dimension per operand dimension.");
+    detail::fail<ShapeError>(nm, "broadcast_dimensions=", axes_str(bd), " has ", bd.size(), " entries for operand ", x,
+                             " of rank ", x.ndim(), ". Give one output dimension per operand dimension.");
   for (size_t i = 0; i < bd.size(); ++i) {
     if (bd[i] < 0 || bd[i] >= out_rank)
       detail::fail<AxisError>(nm, "broadcast_dimensions=", axes_str(bd), " names dimension ", bd[i],
@@ -150,8 +149,8 @@ std::vector<AbstractValue> reshape_rule(const Primitive& self, const std::vector
   const int64_t want = checked_num_elements(nm, p.new_sizes.dims());
   const int64_t have = in[0].shape.num_elements();
   if (want != have)
-    detail::fail<ShapeError>(nm, "cannot reshape ", in[0], " (", have, " elements) to new_sizes ",
-                             p.new_sizes, " (", want, " elements). The element count must stay the same.");
+    detail::fail<ShapeError>(nm, "cannot reshape ", in[0], " (", have, " elements) to new_sizes ", p.new_sizes, " (",
+                             want, " elements). The element count must stay the same.");
   return {AbstractValue{p.new_sizes, in[0].dtype}};
 }
 
@@ -261,14 +260,14 @@ std::vector<AbstractValue> squeeze_rule(const Primitive& self, const std::vector
   for (int64_t d : p.dimensions) {
     if (d < 0 || d >= rank)
       detail::fail<AxisError>(nm, "dimensions=", axes_str(p.dimensions), " names dimension ", d,
-                              ", out of range for operand ", x, " of rank ", rank, ". Use dimensions in [0, ",
-                              rank, ") (lax::squeeze also accepts negative ones).");
+                              ", out of range for operand ", x, " of rank ", rank, ". Use dimensions in [0, ", rank,
+                              ") (lax::squeeze also accepts negative ones).");
     if (drop[static_cast<size_t>(d)])
       detail::fail<AxisError>(nm, "dimensions=", axes_str(p.dimensions), " lists dimension ", d,
                               " twice. List each dimension once.");
     if (x.shape[d] != 1)
-      detail::fail<ShapeError>(nm, "cannot squeeze dimension ", d, " of operand ", x, ": its size is ",
-                               x.shape[d], ", not 1. Squeeze only size-1 dimensions (slice or reduce others).");
+      detail::fail<ShapeError>(nm, "cannot squeeze dimension ", d, " of operand ", x, ": its size is ", x.shape[d],
+                               ", not 1. Squeeze only size-1 dimensions (slice or reduce others).");
     drop[static_cast<size_t>(d)] = 1;
   }
   Shape out;
@@ -401,7 +400,8 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& permutation) {
 }
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& dimensions) {
   namespace sf = primitives::shape_family;
-  return bind1(sf::squeeze_p(), {x}, sf::SqueezeParams(sf::normalized_sorted("squeeze", dimensions, x.defined() ? x.ndim() : -1)));
+  return bind1(sf::squeeze_p(), {x},
+               sf::SqueezeParams(sf::normalized_sorted("squeeze", dimensions, x.defined() ? x.ndim() : -1)));
 }
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& dimensions) {
   namespace sf = primitives::shape_family;

@@ -38,88 +38,148 @@ struct Neg {
   static constexpr const char* name = "neg";
   using Packet = ops::Neg;
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return ops::apply_one<ops::Neg>(x); }
+  template <class T> static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return wrap_neg(x);
+    else return ops::apply_one<ops::Neg>(x);
+  }
   template <class A> static auto array(const A& a) {
     if constexpr (std::is_integral_v<typename A::Scalar>) return -a;  // psub(0, a): wraps
     else return ops::apply_array<ops::Neg>(a);
   }
-  template <class T> static T reference(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return std::copysign(x, std::signbit(x) ? T(1) : T(-1)); }  // the sign bit flipped
+  template <class T> static T reference(T x) {
+    if constexpr (std::is_integral_v<T>) return wrap_neg(x);
+    else return std::copysign(x, std::signbit(x) ? T(1) : T(-1));
+  }  // the sign bit flipped
 };
 struct Sin : PacketForm<ops::Sin> {
   static constexpr const char* name = "sin";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::sin(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::cos(x)); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::cos(x));
+  }
 };
 struct Cos : PacketForm<ops::Cos> {
   static constexpr const char* name = "cos";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::cos(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::neg(lax::mul(t, lax::sin(x))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::neg(lax::mul(t, lax::sin(x)));
+  }
 };
 struct Tan {
   static constexpr const char* name = "tan";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T scalar(T x) { return std::tan(x); }
   template <class T> static T reference(T x) { return T(std::sin(LD(x)) / std::cos(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(scalar_like(y, 1), lax::mul(y, y))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::add(scalar_like(y, 1), lax::mul(y, y)));
+  }
 };
 struct Exp : PacketForm<ops::Exp> {  // 0 below -87 (f32) and -708 (f64): backends/cpu/special_functions.hpp
   static constexpr const char* name = "exp";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::exp(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, y); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, y);
+  }
 };
 struct Log : PacketForm<ops::Log> {
   static constexpr const char* name = "log";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::log(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, x); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::div(t, x);
+  }
 };
 struct Log1p : PacketForm<ops::Log1p> {
   static constexpr const char* name = "log1p";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::log1p(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, lax::add(x, scalar_like(x, 1))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::div(t, lax::add(x, scalar_like(x, 1)));
+  }
 };
 struct Expm1 : PacketForm<ops::Expm1> {
   static constexpr const char* name = "expm1";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::expm1(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::add(y, scalar_like(y, 1))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::add(y, scalar_like(y, 1)));
+  }
 };
 struct Sqrt : PacketForm<ops::Sqrt> {
   static constexpr const char* name = "sqrt";
   static constexpr DTypeSet dtypes = kFloating;
   // IEEE's correctly rounded sqrt in T: a long-double root rounded again to f64 is not always.
   template <class T> static T reference(T x) { return std::sqrt(x); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::div(t, lax::mul(y, scalar_like(y, 2))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::div(t, lax::mul(y, scalar_like(y, 2)));
+  }
 };
 struct Rsqrt : PacketForm<ops::Rsqrt> {
   static constexpr const char* name = "rsqrt";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(LD(1) / std::sqrt(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::mul(lax::div(y, x), scalar_like(x, -0.5))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::mul(lax::div(y, x), scalar_like(x, -0.5)));
+  }
 };
 struct Tanh : PacketForm<ops::Tanh> {
   static constexpr const char* name = "tanh";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(std::tanh(LD(x))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sub(scalar_like(y, 1), lax::mul(y, y))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::sub(scalar_like(y, 1), lax::mul(y, y)));
+  }
 };
 struct Logistic : PacketForm<ops::Logistic> {
   static constexpr const char* name = "logistic";
   static constexpr DTypeSet dtypes = kFloating;
   template <class T> static T reference(T x) { return T(LD(1) / (LD(1) + std::exp(-LD(x)))); }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::mul(y, lax::sub(scalar_like(y, 1), y))); }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::mul(y, lax::sub(scalar_like(y, 1), y)));
+  }
 };
 struct Abs {
   static constexpr const char* name = "abs";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x) { if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_neg(x) : x; else return std::abs(x); }
+  template <class T> static T scalar(T x) {
+    if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_neg(x) : x;
+    else return std::abs(x);
+  }
   template <class T> static T reference(T x) { return x < T(0) ? reference_neg(x) : (x == T(0) ? T(0) : x); }
-  template <class T> static T reference_neg(T x) { if constexpr (std::is_integral_v<T>) return wrap_neg(x); else return T(0) - x; }
-  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) { (void)x; (void)y; return lax::mul(t, lax::sign(x)); }
+  template <class T> static T reference_neg(T x) {
+    if constexpr (std::is_integral_v<T>) return wrap_neg(x);
+    else return T(0) - x;
+  }
+  static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
+    (void)x;
+    (void)y;
+    return lax::mul(t, lax::sign(x));
+  }
 };
 struct Sign {  // ±0 and NaN map to themselves (XLA's sign)
   static constexpr const char* name = "sign";
@@ -133,7 +193,8 @@ struct Sign {  // ±0 and NaN map to themselves (XLA's sign)
     else return ops::apply_array<ops::Sign>(a);
   }
   template <class T> static T reference(T x) {
-    if constexpr (std::is_floating_point_v<T>) if (std::isnan(x) || x == T(0)) return x;
+    if constexpr (std::is_floating_point_v<T>)
+      if (std::isnan(x) || x == T(0)) return x;
     return T((x > T(0)) - (x < T(0)));
   }
 };
@@ -167,8 +228,14 @@ struct RoundNearestEven : PacketForm<ops::RoundEven> {  // halfway cases to even
 struct Not {  // logical on bool, bitwise on integers
   static constexpr const char* name = "not";
   static constexpr DTypeSet dtypes = kIntegerOrBool;
-  template <class T> static T scalar(T x) { if constexpr (std::is_same_v<T, bool>) return !x; else return ~x; }
-  template <class T> static T reference(T x) { if constexpr (std::is_same_v<T, bool>) return x ? false : true; else return T(-1) - x; }
+  template <class T> static T scalar(T x) {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return ~x;
+  }
+  template <class T> static T reference(T x) {
+    if constexpr (std::is_same_v<T, bool>) return x ? false : true;
+    else return T(-1) - x;
+  }
 };
 struct StopGradient {  // identity whose derivative is zero; eager evaluation is a view
   static constexpr const char* name = "stop_gradient";
@@ -187,10 +254,10 @@ void neg_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const s
 // traits and differentiation rules. Non-differentiable primitives (floor, sign, ...) get
 // zero_jvp_rule, like JAX; stop_gradient too, which is the point of it (and its eager form is a
 // view).
-#define FLUXION_UNARY(fn, Op, rules)                                \
-  const Primitive& fn##_p() {                                       \
+#define FLUXION_UNARY(fn, Op, rules)                               \
+  const Primitive& fn##_p() {                                      \
     static const Primitive& p = unary_builder<Op>() rules.build(); \
-    return p;                                                       \
+    return p;                                                      \
   }
 FLUXION_UNARY(neg, Neg, .linear().jvp(&linear_jvp_rule).transpose(&neg_transpose))
 FLUXION_UNARY(sin, Sin, .jvp(&unary_jvp_rule<Sin>))
@@ -218,10 +285,11 @@ FLUXION_UNARY(stop_gradient, StopGradient, .view().jvp(&zero_jvp_rule))
 
 void register_unary(std::vector<const Primitive*>& list) {
   using namespace unary_family;
-  list.insert(list.end(), {&neg_p(), &sin_p(), &cos_p(), &tan_p(), &exp_p(), &log_p(), &log1p_p(),
-                           &expm1_p(), &sqrt_p(), &rsqrt_p(), &tanh_p(), &logistic_p(), &abs_p(),
-                           &sign_p(), &floor_p(), &ceil_p(), &round_p(), &round_nearest_even_p(), &logical_not_p(),
-                           &stop_gradient_p()});
+  list.insert(list.end(),
+              {&neg_p(),         &sin_p(),          &cos_p(),   &tan_p(),   &exp_p(),   &log_p(),
+               &log1p_p(),       &expm1_p(),        &sqrt_p(),  &rsqrt_p(), &tanh_p(),  &logistic_p(),
+               &abs_p(),         &sign_p(),         &floor_p(), &ceil_p(),  &round_p(), &round_nearest_even_p(),
+               &logical_not_p(), &stop_gradient_p()});
 }
 
 }  // namespace fluxion::primitives

@@ -58,8 +58,7 @@ std::vector<AbstractValue> shape_rule(const Primitive&, const std::vector<Abstra
   if (in.size() != p.ncc() + p.nbc() + n)
     detail::fail<ShapeError>("while", "expected ", p.ncc() + p.nbc() + n, " inputs, got ", in.size(), ".");
   std::vector<AbstractValue> carry(in.end() - static_cast<std::ptrdiff_t>(n), in.end());
-  if (body.out_avals() != carry)
-    detail::fail<ShapeError>("while", "the body's outputs do not match the carry.");
+  if (body.out_avals() != carry) detail::fail<ShapeError>("while", "the body's outputs do not match the carry.");
   for (size_t i = 0; i < p.nbc() + n; ++i)
     if (body.avals[body.invars[i]] != in[p.ncc() + i])
       detail::fail<ShapeError>("while", "body input ", i, " is ", in[p.ncc() + i], " but the body was traced for ",
@@ -67,12 +66,12 @@ std::vector<AbstractValue> shape_rule(const Primitive&, const std::vector<Abstra
   const Jaxpr& c = p.cond.jaxpr();
   for (size_t i = 0; i < p.ncc(); ++i)
     if (c.avals[c.invars[i]] != in[i])
-      detail::fail<ShapeError>("while", "cond input ", i, " is ", in[i], " but cond was traced for ", c.avals[c.invars[i]], ".");
+      detail::fail<ShapeError>("while", "cond input ", i, " is ", in[i], " but cond was traced for ",
+                               c.avals[c.invars[i]], ".");
   return carry;
 }
 
-template <bool Reference>
-void kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+template <bool Reference> void kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const auto& p = params.as<WhileParams>();
   const size_t n = out.size();
   Slices cc = part(in, 0, p.ncc()), bc = part(in, p.ncc(), p.nbc()), carry = part(in, p.ncc() + p.nbc(), n);
@@ -129,7 +128,8 @@ void jvp_rule(const Primitive& self, const std::vector<Tensor>& primals, const s
   }
   ins.insert(ins.end(), carry_t.begin(), carry_t.end());
   std::vector<Tensor> outs = fluxion::bind(
-      self, ins, WhileParams(std::move(cond), std::move(body), p.num_cond_consts, static_cast<int64_t>(nbc + nzb), p.max_steps));
+      self, ins,
+      WhileParams(std::move(cond), std::move(body), p.num_cond_consts, static_cast<int64_t>(nbc + nzb), p.max_steps));
   primals_out = part(outs, 0, n);
   tangents_out.clear();
   size_t t = n;
@@ -196,8 +196,9 @@ void batch_rule(const Primitive& self, const std::vector<Tensor>& values, const 
   out_dims.clear();
   for (bool b : mask) out_dims.push_back(b ? 0 : kNotMapped);
   if (!pred_batched) {
-    out = fluxion::bind(self, cat(cat(cc, bc), carry),
-                        WhileParams(std::move(cb.jaxpr), std::move(bb.jaxpr), p.num_cond_consts, p.num_body_consts, p.max_steps));
+    out = fluxion::bind(
+        self, cat(cat(cc, bc), carry),
+        WhileParams(std::move(cb.jaxpr), std::move(bb.jaxpr), p.num_cond_consts, p.num_body_consts, p.max_steps));
     return;
   }
   std::vector<AbstractValue> c_avals = avals_of(cc), b_avals = avals_of(cat(cc, bc)), k_avals = carry_avals();
@@ -264,8 +265,7 @@ namespace control_flow_detail {
 
 std::vector<Tensor> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, const std::vector<Tensor>& init,
                                int64_t max_steps) {
-  if (max_steps < -1)
-    detail::fail<Error>("while_loop", "max_steps must be >= 0, got ", max_steps, ".");
+  if (max_steps < -1) detail::fail<Error>("while_loop", "max_steps must be >= 0, got ", max_steps, ".");
   Device device = init.empty() ? Device::cpu() : init[0].device();
   std::vector<AbstractValue> avals = avals_of(init);
   Closed c = trace_closed(cond_fn, avals, device);
@@ -279,17 +279,20 @@ std::vector<Tensor> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, con
   Closed b = trace_closed(body_fn, avals, device);
   std::vector<AbstractValue> b_out = b.jaxpr.out_avals();
   if (b_out.size() != avals.size())
-    detail::fail<ShapeError>("while_loop", "body_fn returned ", b_out.size(), " tensors for a carry of ", avals.size(), ".");
+    detail::fail<ShapeError>("while_loop", "body_fn returned ", b_out.size(), " tensors for a carry of ", avals.size(),
+                             ".");
   for (size_t k = 0; k < avals.size(); ++k)
     if (b_out[k] != avals[k])
       detail::fail<ShapeError>("while_loop", "body_fn changed the carry: leaf ", k, " is ", avals[k], " on entry but ",
-                               b_out[k], " after the body. Keep every carry leaf's shape and dtype (convert with fx::astype).");
+                               b_out[k],
+                               " after the body. Keep every carry leaf's shape and dtype (convert with fx::astype).");
   std::vector<Tensor> ins = c.captured;
   ins.insert(ins.end(), b.captured.begin(), b.captured.end());
   ins.insert(ins.end(), init.begin(), init.end());
-  return fluxion::bind(while_p(), ins,
-                       while_detail::WhileParams(std::move(c.jaxpr), std::move(b.jaxpr), static_cast<int64_t>(c.captured.size()),
-                                                 static_cast<int64_t>(b.captured.size()), max_steps));
+  return fluxion::bind(
+      while_p(), ins,
+      while_detail::WhileParams(std::move(c.jaxpr), std::move(b.jaxpr), static_cast<int64_t>(c.captured.size()),
+                                static_cast<int64_t>(b.captured.size()), max_steps));
 }
 
 }  // namespace control_flow_detail

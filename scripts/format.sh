@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# clang-format (.clang-format at the root) over the files that follow it: the folders and files
-# written or restructured since the style was set. Older files join the list as they are touched.
+# clang-format (.clang-format at the root) over every C++ and CUDA source file of the repository.
 #   bash scripts/format.sh          # rewrite them in place
 #   bash scripts/format.sh --check  # exit 1 and list the files clang-format would change
 set -uo pipefail
@@ -10,9 +9,11 @@ if [[ -z $tool ]]; then
   echo "clang-format is not installed (Debian: apt-get install clang-format); skipping"
   exit 77
 fi
-files=$(ls runtime/*.?pp passes/*.?pp primitives/*.hpp primitives/indexing_*.cpp backends/cpu/plan_runner.?pp \
-  backends/cpu/tile_program_compiler.?pp backends/cpu/row_sums.hpp backends/cpu/broadcast_copy.hpp \
-  backends/cpu/gemm*.hpp 2>/dev/null)
+files=$(git ls-files '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' 2>/dev/null)
+if [[ -z $files ]]; then  # not a git checkout (an unpacked archive): every source under the folders
+  files=$(find src include primitives transforms passes runtime backends tests bench examples \
+    \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
+fi
 if [[ ${1:-} == --check ]]; then
   bad=0
   for f in $files; do

@@ -122,8 +122,7 @@ void* system_allocate(size_t bytes) { return std::aligned_alloc(kAlignment, byte
 inline void add_live(Cache& c, size_t bytes) {
   const size_t now = c.live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   size_t peak = c.peak_live_bytes.load(std::memory_order_relaxed);
-  while (now > peak && !c.peak_live_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  while (now > peak && !c.peak_live_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
 }
 
 /// Bytes of the block that serves a request of nbytes too large to cache.

@@ -26,10 +26,10 @@ void deallocate(void* p, size_t nbytes) noexcept;
 size_t release_cached();
 
 struct Stats {
-  size_t cached_bytes = 0;  // bytes held in the cache now
-  size_t limit = 0;         // the cache's cap
-  uint64_t hits = 0;        // allocations served from the cache
-  uint64_t misses = 0;      // allocations that went to the system
+  size_t cached_bytes = 0;     // bytes held in the cache now
+  size_t limit = 0;            // the cache's cap
+  uint64_t hits = 0;           // allocations served from the cache
+  uint64_t misses = 0;         // allocations that went to the system
   size_t live_bytes = 0;       // bytes of blocks handed out and not yet returned (class-rounded)
   size_t peak_live_bytes = 0;  // the most live_bytes seen since start or the last reset_peak()
 };

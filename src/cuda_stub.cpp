@@ -29,8 +29,8 @@ void deallocate(int, void*) noexcept {}
 void copy(void* dst, Device dst_device, const void* src, Device src_device, int64_t nbytes) {
   if (dst_device.is_cuda() || src_device.is_cuda()) {
     int index = dst_device.is_cuda() ? dst_device.index : src_device.index;
-    fluxion::detail::fail<DeviceError>("device_put", "cannot use cuda:", index, ": ",
-                                       unavailable_reason(), ". Use fx::Device::cpu().");
+    fluxion::detail::fail<DeviceError>("device_put", "cannot use cuda:", index, ": ", unavailable_reason(),
+                                       ". Use fx::Device::cpu().");
   }
   if (nbytes > 0) std::memcpy(dst, src, static_cast<size_t>(nbytes));
 }

@@ -80,8 +80,8 @@ int64_t checked_num_elements(const char* where, const std::vector<int64_t>& dims
 
 int64_t normalize_axis(const char* where, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank || (rank == 0))
-    detail::fail<AxisError>(where, "axis ", axis, " is out of range for rank ", rank,
-                            ". Use an axis in [", -rank, ", ", rank, ").");
+    detail::fail<AxisError>(where, "axis ", axis, " is out of range for rank ", rank, ". Use an axis in [", -rank, ", ",
+                            rank, ").");
   return axis < 0 ? axis + rank : axis;
 }
 

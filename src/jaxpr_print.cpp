@@ -76,7 +76,13 @@ std::ostream& operator<<(std::ostream& os, const Jaxpr& j) {
     if (it == names.end()) it = names.emplace(v, var_name(static_cast<int64_t>(names.size()))).first;
     return it->second;
   };
-  auto binder = [&](int32_t v) { return name_of(v) + ":" + [&] { std::ostringstream s; s << j.avals[v]; return s.str(); }(); };
+  auto binder = [&](int32_t v) {
+    return name_of(v) + ":" + [&] {
+      std::ostringstream s;
+      s << j.avals[v];
+      return s.str();
+    }();
+  };
   auto atom = [&](const Atom& a) { return a.is_literal() ? literal_text(a.literal) : name_of(a.var); };
 
   os << "{ lambda ";

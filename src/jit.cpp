@@ -167,7 +167,8 @@ Cache::Cache(size_t c) : capacity(c) {}
 
 void check_capacity(size_t n) {
   if (n == 0)
-    detail::fail<Error>("jit", "cache size 0 would keep no compiled signature. Pass fx::cache_size(n) with n >= 1 "
+    detail::fail<Error>("jit",
+                        "cache size 0 would keep no compiled signature. Pass fx::cache_size(n) with n >= 1 "
                         "(clear_cache() empties the cache).");
 }
 

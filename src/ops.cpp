@@ -32,8 +32,7 @@ bool try_broadcast(const Shape& a, const Shape& b, Shape& out) {
 /// "f32[3,4] and f32[5]" or "bool[2], f32[3] and f32[4]".
 std::string list_avals(const std::vector<AbstractValue>& avals) {
   std::ostringstream os;
-  for (size_t i = 0; i < avals.size(); ++i)
-    os << (i == 0 ? "" : i + 1 == avals.size() ? " and " : ", ") << avals[i];
+  for (size_t i = 0; i < avals.size(); ++i) os << (i == 0 ? "" : i + 1 == avals.size() ? " and " : ", ") << avals[i];
   return os.str();
 }
 
@@ -48,9 +47,7 @@ Shape broadcast_all(const char* op, const std::vector<AbstractValue>& avals) {
 }
 
 /// `x` broadcast to `shape`, except that a rank-0 operand stays rank 0 (binary primitives take it).
-Tensor broadcast_operand(const Tensor& x, const Shape& shape) {
-  return x.ndim() == 0 ? x : broadcast_to(x, shape);
-}
+Tensor broadcast_operand(const Tensor& x, const Shape& shape) { return x.ndim() == 0 ? x : broadcast_to(x, shape); }
 
 /// Promoted, broadcast operands handed to the exact-shape primitive `f`, computed in `dtype`.
 Tensor apply_binary(const char* op, LaxBinary f, const Tensor& a, const Tensor& b, DType dtype) {
@@ -79,9 +76,7 @@ Tensor weak_tensor(const char* op, const WeakScalar& s, DType dtype) {
 }
 
 /// The dtype of an operation with two weak scalars: f64 if either is a float, else i32.
-DType weak_pair_dtype(const WeakScalar& a, const WeakScalar& b) {
-  return a.integral && b.integral ? i32 : f64;
-}
+DType weak_pair_dtype(const WeakScalar& a, const WeakScalar& b) { return a.integral && b.integral ? i32 : f64; }
 
 /// How an elementwise binary op maps a promoted dtype to its computation.
 enum class Kind {
@@ -226,9 +221,7 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   return out;
 }
 
-Tensor astype(const Tensor& x, DType dtype) {
-  return x.dtype() == dtype ? x : lax::convert_element_type(x, dtype);
-}
+Tensor astype(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : lax::convert_element_type(x, dtype); }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   checked_num_elements("broadcast_to", shape.dims());
@@ -291,12 +284,12 @@ Tensor operator>(WeakScalar a, const Tensor& b) { return ops_detail::binary(ops_
 Tensor operator>=(WeakScalar a, const Tensor& b) { return ops_detail::binary(ops_detail::kGreaterEqual, a, b); }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) {
-  return ops_detail::apply_binary("logical_and", &lax::logical_and, ops_detail::to_bool(a),
-                                  ops_detail::to_bool(b), boolean);
+  return ops_detail::apply_binary("logical_and", &lax::logical_and, ops_detail::to_bool(a), ops_detail::to_bool(b),
+                                  boolean);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b) {
-  return ops_detail::apply_binary("logical_or", &lax::logical_or, ops_detail::to_bool(a),
-                                  ops_detail::to_bool(b), boolean);
+  return ops_detail::apply_binary("logical_or", &lax::logical_or, ops_detail::to_bool(a), ops_detail::to_bool(b),
+                                  boolean);
 }
 Tensor logical_not(const Tensor& x) { return lax::logical_not(ops_detail::to_bool(x)); }
 Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
@@ -351,7 +344,7 @@ Tensor pow(WeakScalar x, const Tensor& y) {
 }
 
 // Tensor-tensor, tensor-scalar and scalar-tensor forms of the binary functions.
-#define FLUXION_BINARY_FORMS(name, op)                                                                  \
+#define FLUXION_BINARY_FORMS(name, op)                                                               \
   Tensor name(const Tensor& a, const Tensor& b) { return ops_detail::binary(ops_detail::op, a, b); } \
   Tensor name(const Tensor& a, WeakScalar b) { return ops_detail::binary(ops_detail::op, a, b); }    \
   Tensor name(WeakScalar a, const Tensor& b) { return ops_detail::binary(ops_detail::op, a, b); }
@@ -392,8 +385,7 @@ Tensor where(const Tensor& cond, WeakScalar a, const Tensor& b) {
 }
 Tensor where(const Tensor& cond, WeakScalar a, WeakScalar b) {
   DType d = ops_detail::weak_pair_dtype(a, b);
-  return ops_detail::select(cond, ops_detail::weak_tensor("where", a, d),
-                            ops_detail::weak_tensor("where", b, d), d);
+  return ops_detail::select(cond, ops_detail::weak_tensor("where", a, d), ops_detail::weak_tensor("where", b, d), d);
 }
 
 Tensor stop_gradient(const Tensor& x) { return lax::stop_gradient(x); }

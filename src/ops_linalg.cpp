@@ -14,8 +14,8 @@ void check_contraction(const char* op, const Tensor& a, int64_t da, const Tensor
   if (a.shape()[da] == b.shape()[db]) return;
   const char* which_b = b.ndim() == 1 ? "the only" : "the second-to-last";
   detail::fail<ShapeError>(op, "cannot contract ", a.aval(), " with ", b.aval(), ": the last dimension of ",
-                           "the first (", a.shape()[da], ") must equal ", which_b, " dimension of the ",
-                           "second (", b.shape()[db], "). Transpose or reshape an operand.");
+                           "the first (", a.shape()[da], ") must equal ", which_b, " dimension of the ", "second (",
+                           b.shape()[db], "). Transpose or reshape an operand.");
 }
 
 /// The operands converted to their common dtype.
@@ -61,8 +61,8 @@ void check_square(const char* op, const Tensor& a) {
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   if (a0.ndim() == 0 || b0.ndim() == 0)
-    detail::fail<ShapeError>("matmul", "operands must be at least 1-d, got ", a0.aval(), " and ",
-                             b0.aval(), ". Use multiply (or *) for scalars.");
+    detail::fail<ShapeError>("matmul", "operands must be at least 1-d, got ", a0.aval(), " and ", b0.aval(),
+                             ". Use multiply (or *) for scalars.");
   auto [a, b] = ops_linalg_detail::promoted(a0, b0);
   int64_t ra = a.ndim(), rb = b.ndim();
   int64_t cb = rb == 1 ? 0 : rb - 2;  // b's contracted dim

@@ -21,8 +21,7 @@ std::vector<int64_t> reduction_axes(const char* op, const std::vector<int64_t>& 
 }
 
 /// `f` over `axes` (normalised), with the reduced axes kept as size 1 when `keepdims`.
-Tensor reduce(const char* op, LaxReduce f, const Tensor& x, const std::vector<int64_t>& axes,
-              bool keepdims) {
+Tensor reduce(const char* op, LaxReduce f, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   std::vector<int64_t> ax = reduction_axes(op, axes, x.ndim());
   if (ax.empty()) return x;
   Tensor r = f(x, ax);
@@ -64,8 +63,8 @@ Tensor unreduce(const Tensor& r, const Shape& shape, const std::vector<int64_t>&
   return r.shape() == shape ? r : lax::broadcast_in_dim(r, shape, kept);
 }
 
-Tensor arg_reduce(const char* op, Tensor (*f)(const Tensor&, int64_t, DType), const Tensor& x,
-                  int64_t axis, bool keepdims) {
+Tensor arg_reduce(const char* op, Tensor (*f)(const Tensor&, int64_t, DType), const Tensor& x, int64_t axis,
+                  bool keepdims) {
   int64_t a = normalize_axis(op, axis, x.ndim());
   check_nonempty(op, x, {a});
   Tensor r = f(counting(x), a, i32);  // bool masks: the index of the first true (or false)

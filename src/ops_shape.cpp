@@ -10,7 +10,6 @@
 namespace fluxion {
 namespace ops_shape_detail {
 
-
 /// The operands converted to their common dtype; ShapeError naming `op` for an empty list.
 std::vector<Tensor> promote_all(const char* op, const std::vector<Tensor>& xs) {
   if (xs.empty()) detail::fail<ShapeError>(op, "needs at least one tensor, got none.");
@@ -87,8 +86,8 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape) {
   Shape out(shape);
   if (inferred >= 0 && n > 0 && x.size() % n == 0) out[inferred] = x.size() / n;
   if ((inferred >= 0 && out[inferred] < 0) || out.num_elements() != x.size())
-    detail::fail<ShapeError>("reshape", "cannot reshape ", x.aval(), " (", x.size(), " elements) into ",
-                             Shape(shape), ". The new shape must hold the same number of elements.");
+    detail::fail<ShapeError>("reshape", "cannot reshape ", x.aval(), " (", x.size(), " elements) into ", Shape(shape),
+                             ". The new shape must hold the same number of elements.");
   return out == x.shape() ? x : lax::reshape(x, out);
 }
 
@@ -148,9 +147,8 @@ Tensor concatenate(const std::vector<Tensor>& xs0, int64_t axis) {
     bool ok = x.ndim() == first.ndim();
     for (int64_t d = 0; ok && d < x.ndim(); ++d) ok = d == a || x.shape()[d] == first.shape()[d];
     if (!ok)
-      detail::fail<ShapeError>("concatenate", "shapes ", first.aval(), " (argument 0) and ", x.aval(),
-                               " (argument ", i, ") differ outside axis ", a,
-                               ". Every dimension but the concatenated one must match.");
+      detail::fail<ShapeError>("concatenate", "shapes ", first.aval(), " (argument 0) and ", x.aval(), " (argument ", i,
+                               ") differ outside axis ", a, ". Every dimension but the concatenated one must match.");
   }
   return xs.size() == 1 ? xs[0] : lax::concatenate(xs, a);
 }
@@ -160,8 +158,8 @@ Tensor stack(const std::vector<Tensor>& xs0, int64_t axis) {
   int64_t a = normalize_axis("stack", axis, xs0[0].ndim() + 1);
   for (size_t i = 1; i < xs0.size(); ++i)
     if (xs0[i].shape() != xs0[0].shape())
-      detail::fail<ShapeError>("stack", "shapes ", xs0[0].aval(), " (argument 0) and ", xs0[i].aval(),
-                               " (argument ", i, ") differ. Stacked tensors must have equal shapes.");
+      detail::fail<ShapeError>("stack", "shapes ", xs0[0].aval(), " (argument 0) and ", xs0[i].aval(), " (argument ", i,
+                               ") differ. Stacked tensors must have equal shapes.");
   for (Tensor& x : xs) x = lax::expand_dims(x, {a});
   return xs.size() == 1 ? xs[0] : lax::concatenate(xs, a);
 }
@@ -174,8 +172,8 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
   if (static_cast<int64_t>(limits.size()) != n || (!strides.empty() && static_cast<int64_t>(strides.size()) != n) ||
       n > x.ndim())
     detail::fail<ShapeError>("slice", "starts ", Shape(starts), ", limits ", Shape(limits), " and strides ",
-                             Shape(strides), " must have one entry per sliced axis (at most ", x.ndim(),
-                             " for ", x.aval(), "; strides may be empty).");
+                             Shape(strides), " must have one entry per sliced axis (at most ", x.ndim(), " for ",
+                             x.aval(), "; strides may be empty).");
   // Axes past the given ones are taken whole, like numpy's x[a:b] on a matrix.
   std::vector<int64_t> lo(static_cast<size_t>(x.ndim()), 0), hi = x.shape().dims(), st(lo.size(), 1);
   bool whole = true;
@@ -201,8 +199,7 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis) {
   int64_t a = normalize_axis("take", axis, x.ndim());
   int64_t dim = x.shape()[a];
   if (dim == 0 && indices.size() > 0)
-    detail::fail<ShapeError>("take", "cannot take indices from axis ", a, " of ", x.aval(),
-                             ", which is empty.");
+    detail::fail<ShapeError>("take", "cannot take indices from axis ", a, " of ", x.aval(), ", which is empty.");
   // Negative indices count from the end; gather clamps what is still out of range. Concrete
   // indices that are all non-negative skip the fix-up.
   bool any_negative = indices.is_tracer();
@@ -235,8 +232,10 @@ std::vector<Tensor> nonzero(const Tensor& x, int64_t size, int64_t fill_value) {
   if (size < 0) detail::fail<ShapeError>("nonzero", "size must be >= 0, got ", size, ".");
   const int64_t n = x.size();
   const DType dt = ops_shape_detail::index_dtype(std::max(n, size));
-  if (dt == i32 && (fill_value < std::numeric_limits<int32_t>::min() || fill_value > std::numeric_limits<int32_t>::max()))
-    detail::fail<DTypeError>("nonzero", "fill_value ", fill_value, " does not fit in the i32 indices. Use a value in range.");
+  if (dt == i32 &&
+      (fill_value < std::numeric_limits<int32_t>::min() || fill_value > std::numeric_limits<int32_t>::max()))
+    detail::fail<DTypeError>("nonzero", "fill_value ", fill_value,
+                             " does not fit in the i32 indices. Use a value in range.");
   Tensor flags = ravel(astype(x, boolean));
   Tensor slot = where(flags, lax::cumsum(astype(flags, dt), 0) - 1, size);
   Tensor positions = arange(1, n + 1, 1, dt);

@@ -17,9 +17,7 @@ void print_param(std::ostream& os, int64_t v) { os << v; }
 void print_param(std::ostream& os, bool v) { os << (v ? "True" : "False"); }
 void print_param(std::ostream& os, double v) { os << v; }
 void print_param(std::ostream& os, DType v) { os << v; }
-void print_param(std::ostream& os, const Shape& v) {
-  print_param(os, v.dims());
-}
+void print_param(std::ostream& os, const Shape& v) { print_param(os, v.dims()); }
 // Python tuple style: (), (1,), (0,1).
 void print_param(std::ostream& os, const std::vector<int64_t>& v) {
   os << '(';

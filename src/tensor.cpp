@@ -32,8 +32,8 @@ Buffer::~Buffer() {
 
 FLUXION_REPL_INLINE Tensor TracerImpl::concrete_value(const char* what) const {
   detail::fail<ConcretizationError>(
-      what, "cannot convert a value traced by ", owner_->transform, " (", aval(),
-      ") to a concrete value: under ", owner_->transform,
+      what, "cannot convert a value traced by ", owner_->transform, " (", aval(), ") to a concrete value: under ",
+      owner_->transform,
       " values are abstract. Use fx::where, fx::cond or fx::while_loop for value-dependent "
       "control flow.");
 }
@@ -107,7 +107,8 @@ void check_int(const char* op, __int128 v, DType dtype) {
   std::string text = v < 0 ? "-" : "";
   unsigned __int128 m = v < 0 ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
   std::string digits;
-  do digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10))); while ((m /= 10) != 0);
+  do digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+  while ((m /= 10) != 0);
   detail::fail<DTypeError>(op, "the value ", text + digits, " does not fit in ", dtype,
                            dtype == boolean ? " (which holds 0 and 1)" : "", ". Pass a wider dtype (fx::i64 or ",
                            "fx::f64), or values in range.");
@@ -119,16 +120,16 @@ void check_int(const char* op, __int128 v, DType dtype) {
 void check_float(const char* op, double v, DType dtype) {
   bool ok = true;
   if (dtype == f32) ok = !std::isfinite(v) || std::isfinite(static_cast<float>(v));
-  else if (dtype != f64) ok = !std::isnan(v) && std::trunc(v) >= -0x1p63 && std::trunc(v) < 0x1p63 &&
-                              int_fits(static_cast<__int128>(std::trunc(v)), dtype);
+  else if (dtype != f64)
+    ok = !std::isnan(v) && std::trunc(v) >= -0x1p63 && std::trunc(v) < 0x1p63 &&
+         int_fits(static_cast<__int128>(std::trunc(v)), dtype);
   if (!ok)
     detail::fail<DTypeError>(op, "the value ", v, " does not fit in ", dtype, ". Pass a dtype that holds it ",
                              dtype == f32 ? "(fx::f64)." : "(a float dtype), or a value in range.");
 }
 
 /// `shape` filled with `value` (already checked against dtype).
-template <class V>
-Tensor filled(const char* op, const Shape& shape, V value, DType dtype) {
+template <class V> Tensor filled(const char* op, const Shape& shape, V value, DType dtype) {
   Tensor t = allocate(op, shape, dtype);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -222,8 +223,7 @@ namespace tensor_print {
 
 // numpy's style: fixed notation with up to 8 decimals (trailing zeros dropped) unless some
 // magnitude is huge or tiny, then scientific for the whole tensor.
-template <class T>
-std::string format_element(T v, bool scientific = false) {
+template <class T> std::string format_element(T v, bool scientific = false) {
   std::ostringstream os;
   if constexpr (std::is_same_v<T, bool>) {
     os << (v ? "True" : "False");
@@ -245,8 +245,7 @@ std::string format_element(T v, bool scientific = false) {
   return os.str();
 }
 
-template <class T>
-bool needs_scientific(const T* data, int64_t n) {
+template <class T> bool needs_scientific(const T* data, int64_t n) {
   if constexpr (std::is_floating_point_v<T>) {
     for (int64_t i = 0; i < n && i < 4096; ++i) {
       T a = std::fabs(data[i]);
@@ -277,10 +276,9 @@ inline std::string pad(const ElementLayout& l, const std::string& s) {
 
 // Prints the sub-array at `offset` of dims [dim, ndim), numpy style, eliding the middle of long
 // axes when the tensor is large.
-template <class T>
-void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& dims,
-                 const std::vector<int64_t>& strides, size_t dim, int64_t offset, bool summarize,
-                 const ElementLayout& layout, bool scientific) {
+template <class T> void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& dims,
+                                    const std::vector<int64_t>& strides, size_t dim, int64_t offset, bool summarize,
+                                    const ElementLayout& layout, bool scientific) {
   if (dim == dims.size()) {
     os << pad(layout, format_element(data[offset], scientific));
     return;

@@ -11,8 +11,7 @@ inline std::atomic<long> allocations{0};
 
 /// Heap allocations made by `calls` steady-state calls of `run` after three warm-up calls (trace,
 /// compile, the output buffers).
-template <class Run>
-long steady_allocations(const Run& run, int calls = 50) {
+template <class Run> long steady_allocations(const Run& run, int calls = 50) {
   for (int i = 0; i < 3; ++i) run();
   allocations = 0;
   counting = true;

@@ -62,6 +62,8 @@ inline void check_within(const std::vector<fx::Tensor>& got, const std::vector<f
   }
 }
 
-inline fx::Tensor loss(const fx::Tensor& x, const fx::Tensor& y) { return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x)) * y); }
+inline fx::Tensor loss(const fx::Tensor& x, const fx::Tensor& y) {
+  return fx::sum(fx::tanh(x) * x + fx::exp(-(x * x)) * y);
+}
 
 }  // namespace jit_test

@@ -32,11 +32,10 @@ struct BadInput {
 };
 
 /// Builds a BadInput expecting exception type E.
-template <class E>
-BadInput bad(std::string label, std::string message_contains, std::function<void()> run) {
+template <class E> BadInput bad(std::string label, std::string message_contains, std::function<void()> run) {
   return BadInput{std::move(label), std::move(run),
-                  [](const std::exception& e) { return dynamic_cast<const E*>(&e) != nullptr; },
-                  typeid(E).name(), std::move(message_contains)};
+                  [](const std::exception& e) { return dynamic_cast<const E*>(&e) != nullptr; }, typeid(E).name(),
+                  std::move(message_contains)};
 }
 
 /// Samples of one primitive: `make(dtype)` returns samples for floating dtype f32 or f64 (and may
@@ -59,16 +58,13 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo =
 Tensor grid_tensor(const Shape& shape, DType dtype, uint64_t seed);
 
 /// Wraps a single-output function as a Sample::fn.
-template <class F>
-std::function<std::vector<Tensor>(const std::vector<Tensor>&)> unary_fn(F f) {
+template <class F> std::function<std::vector<Tensor>(const std::vector<Tensor>&)> unary_fn(F f) {
   return [f](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in[0])}; };
 }
-template <class F>
-std::function<std::vector<Tensor>(const std::vector<Tensor>&)> binary_fn(F f) {
+template <class F> std::function<std::vector<Tensor>(const std::vector<Tensor>&)> binary_fn(F f) {
   return [f](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in[0], in[1])}; };
 }
-template <class F>
-std::function<std::vector<Tensor>(const std::vector<Tensor>&)> ternary_fn(F f) {
+template <class F> std::function<std::vector<Tensor>(const std::vector<Tensor>&)> ternary_fn(F f) {
   return [f](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in[0], in[1], in[2])}; };
 }
 

@@ -18,11 +18,18 @@ struct Range {
 
 // Operand shapes: equal shapes of every rank (size-0 dims included) and rank 0 with rank n, both ways.
 const std::vector<std::pair<Shape, Shape>>& shape_pairs() {
-  static const std::vector<std::pair<Shape, Shape>> s{
-      {Shape{}, Shape{}},         {Shape{0}, Shape{0}},         {Shape{7}, Shape{7}},
-      {Shape{3, 4}, Shape{3, 4}}, {Shape{2, 0, 3}, Shape{2, 0, 3}}, {Shape{2, 3, 5}, Shape{2, 3, 5}},
-      {Shape{}, Shape{7}},        {Shape{3, 4}, Shape{}},       {Shape{}, Shape{0}},
-      {Shape{2, 0, 3}, Shape{}},  {Shape{}, Shape{2, 3, 5}},    {Shape{2, 3, 5}, Shape{}}};
+  static const std::vector<std::pair<Shape, Shape>> s{{Shape{}, Shape{}},
+                                                      {Shape{0}, Shape{0}},
+                                                      {Shape{7}, Shape{7}},
+                                                      {Shape{3, 4}, Shape{3, 4}},
+                                                      {Shape{2, 0, 3}, Shape{2, 0, 3}},
+                                                      {Shape{2, 3, 5}, Shape{2, 3, 5}},
+                                                      {Shape{}, Shape{7}},
+                                                      {Shape{3, 4}, Shape{}},
+                                                      {Shape{}, Shape{0}},
+                                                      {Shape{2, 0, 3}, Shape{}},
+                                                      {Shape{}, Shape{2, 3, 5}},
+                                                      {Shape{2, 3, 5}, Shape{}}};
   return s;
 }
 
@@ -49,16 +56,13 @@ std::string pair_label(const AbstractValue& a, const AbstractValue& b, const cha
 }
 
 // Values where the integer conventions matter: division/remainder by 0 and -1, INT_MIN, wrapping.
-template <class T>
-std::pair<std::vector<T>, std::vector<T>> int_special_values() {
+template <class T> std::pair<std::vector<T>, std::vector<T>> int_special_values() {
   const T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-  return {{lo, lo, hi, hi, 7, -7, 7, -7, 0, 5, -5, 1, lo, hi},
-          {-1, 0, 1, -1, 0, 0, -2, 2, 0, 3, -3, lo, lo, hi}};
+  return {{lo, lo, hi, hi, 7, -7, 7, -7, 0, 5, -5, 1, lo, hi}, {-1, 0, 1, -1, 0, 0, -2, 2, 0, 3, -3, lo, lo, hi}};
 }
 
 // IEEE special values: NaN on either side, signed zeros, infinities, equal operands.
-template <class T>
-std::pair<std::vector<T>, std::vector<T>> float_special_values() {
+template <class T> std::pair<std::vector<T>, std::vector<T>> float_special_values() {
   const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
   return {{nan, 1, nan, T(-0.0), T(0.0), inf, -inf, T(2.5), T(-3), T(1e-30), -inf, T(4)},
           {T(1), nan, nan, T(0.0), T(-0.0), T(1), inf, T(2.5), T(4), T(-2), T(-1), -inf}};
@@ -73,8 +77,10 @@ Sample special_sample(Fn f, DType d, bool predicate) {
     else v = {{true, true, false, false}, {true, false, true, false}};
     Shape s{static_cast<int64_t>(v.first.size())};
     AbstractValue av{s, d};
-    return Sample{pair_label(av, av, " specials"), {from_vector(v.first, s), from_vector(v.second, s)},
-                  binary_fn(f), {AbstractValue{s, predicate ? boolean : d}}};
+    return Sample{pair_label(av, av, " specials"),
+                  {from_vector(v.first, s), from_vector(v.second, s)},
+                  binary_fn(f),
+                  {AbstractValue{s, predicate ? boolean : d}}};
   });
 }
 
@@ -89,7 +95,8 @@ std::vector<Sample> samples_for(const Spec& spec, const std::vector<DType>& dtyp
       Tensor b = spec.ties ? small_ints(sb, d, seed + 1) : random_tensor(sb, d, seed + 1, spec.b.lo, spec.b.hi);
       seed += 2;
       Shape so = sa.size() == 0 ? sb : sa;
-      out.push_back(Sample{pair_label(aa, ab), {a, b}, binary_fn(spec.f), {AbstractValue{so, spec.predicate ? boolean : d}}});
+      out.push_back(
+          Sample{pair_label(aa, ab), {a, b}, binary_fn(spec.f), {AbstractValue{so, spec.predicate ? boolean : d}}});
     }
     if (specials) out.push_back(special_sample(spec.f, d, spec.predicate));
   }
@@ -104,25 +111,28 @@ DType other_dtype(DType d) { return d == i32 ? i64 : d == boolean ? i32 : d == f
 // Bad inputs shared by every binary primitive: mismatched dtypes and mismatched shapes.
 std::vector<BadInput> mismatch_bad(const std::string& name, Fn f, DType d) {
   const DType o = other_dtype(d);
-  return {bad<DTypeError>("dtype mismatch",
-                          tag(name) + " operand dtypes differ: " + dtype_name(d) + "[3] and " + dtype_name(o) + "[3]",
-                          [f, d, o] { f(zeros({3}, d), zeros({3}, o)); }),
-          bad<ShapeError>("shape mismatch",
-                          tag(name) + " shapes " + dtype_name(d) + "[2,3] and " + dtype_name(d) + "[3,2] differ",
-                          [f, d] { f(zeros({2, 3}, d), zeros({3, 2}, d)); })};
+  return {
+      bad<DTypeError>("dtype mismatch",
+                      tag(name) + " operand dtypes differ: " + dtype_name(d) + "[3] and " + dtype_name(o) + "[3]",
+                      [f, d, o] { f(zeros({3}, d), zeros({3}, o)); }),
+      bad<ShapeError>("shape mismatch",
+                      tag(name) + " shapes " + dtype_name(d) + "[2,3] and " + dtype_name(d) + "[3,2] differ", [f, d] {
+                        f(zeros({2, 3}, d), zeros({3, 2}, d));
+                      })};
 }
 
 // A third bad input: an operand of a dtype class the primitive does not accept.
 BadInput wrong_class_bad(const std::string& name, Fn f, DType wrong, const std::string& accepts) {
   std::ostringstream os;
-  os << tag(name) << " got an operand of type " << AbstractValue{Shape{2}, wrong} << "; " << name << " accepts " << accepts;
+  os << tag(name) << " got an operand of type " << AbstractValue{Shape{2}, wrong} << "; " << name << " accepts "
+     << accepts;
   return bad<DTypeError>("wrong dtype class", os.str(), [f, wrong] { f(zeros({2}, wrong), zeros({2}, wrong)); });
 }
 
 // Registers `name`: samples in the float dtype (when `float_too`) and the `extra` dtypes; bad inputs
 // with `bad_dtype` operands, plus operands of dtype `wrong` when the primitive rejects some class.
-void register_binary(const std::string& name, const Spec& spec, std::vector<DType> extra, bool float_too,
-                     bool specials, DType bad_dtype, std::optional<DType> wrong = {}, const std::string& accepts = "") {
+void register_binary(const std::string& name, const Spec& spec, std::vector<DType> extra, bool float_too, bool specials,
+                     DType bad_dtype, std::optional<DType> wrong = {}, const std::string& accepts = "") {
   std::vector<BadInput> b = mismatch_bad(name, spec.f, bad_dtype);
   if (wrong) b.push_back(wrong_class_bad(name, spec.f, *wrong, accepts));
   b.push_back(bad<Error>("empty tensor handle", tag(name), [f = spec.f] { f(Tensor(), zeros({}, f32)); }));
@@ -150,7 +160,8 @@ const bool registered = [] {
   register_binary("pow", {lax::pow, {0.1, 4}, {-3, 3}}, {}, true, false, f32, i32, floating);
   register_binary("atan2", {lax::atan2, {-3, 3}, {-3, 3}}, {}, true, true, f64, i64, floating);
   // Comparisons: bool results; small integers in every dtype so that ties occur.
-  for (auto [name, f] : {std::pair<const char*, Fn>{"lt", lax::lt}, {"le", lax::le}, {"gt", lax::gt}, {"ge", lax::ge}}) {
+  for (auto [name, f] :
+       {std::pair<const char*, Fn>{"lt", lax::lt}, {"le", lax::le}, {"gt", lax::gt}, {"ge", lax::ge}}) {
     Spec s{f};
     s.predicate = true;
     s.ties = true;

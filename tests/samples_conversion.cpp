@@ -49,8 +49,11 @@ std::vector<BadInput> select_bad() {
       bad<DTypeError>("operand dtypes differ", "[select] on_true and on_false dtypes differ: f32[3] and f64[3]",
                       [] { lax::select(zeros({3}, boolean), zeros({3}, f32), zeros({3}, f64)); }),
       bad<ShapeError>("operand shapes differ", "[select] on_true and on_false shapes differ: f32[2,3] and f32[3,2]",
-                      [] { lax::select(zeros({}, boolean), zeros({2, 3}, f32), zeros({3, 2}, f32)); }),
-      bad<ShapeError>("rank-0 on_true with rank-1 on_false", "[select] on_true and on_false shapes differ: i32[] and i32[4]",
+                      [] {
+                        lax::select(zeros({}, boolean), zeros({2, 3}, f32), zeros({3, 2}, f32));
+                      }),
+      bad<ShapeError>("rank-0 on_true with rank-1 on_false",
+                      "[select] on_true and on_false shapes differ: i32[] and i32[4]",
                       [] { lax::select(zeros({4}, boolean), zeros({}, i32), zeros({4}, i32)); }),
       bad<ShapeError>("pred shape differs", "[select] pred bool[2] must have the operands' shape [3]",
                       [] { lax::select(zeros({2}, boolean), zeros({3}, f32), zeros({3}, f32)); }),
@@ -61,18 +64,37 @@ std::vector<BadInput> select_bad() {
 
 // Values where conversions are delicate: NaN, infinities, out-of-range magnitudes (saturation),
 // the float just below 2^31 and 2^63, exact limits, signed zeros and fractions (truncation).
-template <class T>
-std::vector<T> float_specials() {
+template <class T> std::vector<T> float_specials() {
   const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
   const T two31 = T(2147483648.0), two63 = T(9223372036854775808.0);
-  return {nan, -nan, inf, -inf, T(3e9), T(-3e9), T(1e19), T(-1e19), T(2147483647.0), two31, -two31,
-          T(-2147483649.0), std::nextafter(two31, T(0)), std::nextafter(two63, T(0)),
-          -std::nextafter(two63, T(0)), two63, -two63, T(9.3e18), T(-0.0), T(0.5), T(-0.5), T(-1.7),
-          T(2.9), T(1e-40), T(65537.75)};
+  return {nan,
+          -nan,
+          inf,
+          -inf,
+          T(3e9),
+          T(-3e9),
+          T(1e19),
+          T(-1e19),
+          T(2147483647.0),
+          two31,
+          -two31,
+          T(-2147483649.0),
+          std::nextafter(two31, T(0)),
+          std::nextafter(two63, T(0)),
+          -std::nextafter(two63, T(0)),
+          two63,
+          -two63,
+          T(9.3e18),
+          T(-0.0),
+          T(0.5),
+          T(-0.5),
+          T(-1.7),
+          T(2.9),
+          T(1e-40),
+          T(65537.75)};
 }
 
-template <class T>
-std::vector<T> int_specials() {
+template <class T> std::vector<T> int_specials() {
   const T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
   std::vector<T> v{lo, hi, 0, -1, 1, T(lo + 1), T(16777217), T(-16777217)};
   if constexpr (sizeof(T) == 8) v.insert(v.end(), {T(2147483648LL), T(-2147483649LL), T(9007199254740993LL)});
@@ -81,7 +103,9 @@ std::vector<T> int_specials() {
 
 Sample convert_sample(std::string label, Tensor x, DType to) {
   Shape s = x.shape();
-  return Sample{std::move(label), {x}, unary_fn([to](const Tensor& t) { return lax::convert_element_type(t, to); }),
+  return Sample{std::move(label),
+                {x},
+                unary_fn([to](const Tensor& t) { return lax::convert_element_type(t, to); }),
                 {AbstractValue{s, to}}};
 }
 
@@ -118,7 +142,9 @@ std::vector<BadInput> convert_bad() {
       bad<DTypeError>("unknown dtype code", "[convert_element_type] new_dtype has the unknown dtype code 9",
                       [] { lax::convert_element_type(zeros({2}, f32), static_cast<DType>(9)); }),
       bad<ShapeError>("two operands", "[convert_element_type] takes 1 operand(s), got 2",
-                      [] { fluxion::bind(*find_primitive("convert_element_type"), {zeros({2}, f32), zeros({2}, f32)}); }),
+                      [] {
+                        fluxion::bind(*find_primitive("convert_element_type"), {zeros({2}, f32), zeros({2}, f32)});
+                      }),
   };
 }
 

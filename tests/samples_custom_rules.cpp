@@ -25,15 +25,14 @@ auto sin_times_x() {
 
 // Two arguments and two outputs: (x·exp(y), sum(y)).
 auto two_by_two() {
-  return custom_jvp(
-      [](const Tensor& x, const Tensor& y) { return std::make_tuple(x * exp(y), sum(y)); },
-      [](const std::tuple<Tensor, Tensor>& p, const std::tuple<Tensor, Tensor>& t) {
-        const auto& [x, y] = p;
-        const auto& [dx, dy] = t;
-        Tensor e = exp(y);
-        return std::pair<std::tuple<Tensor, Tensor>, std::tuple<Tensor, Tensor>>{
-            {x * e, sum(y)}, {dx * e + x * e * dy, sum(dy)}};
-      });
+  return custom_jvp([](const Tensor& x, const Tensor& y) { return std::make_tuple(x * exp(y), sum(y)); },
+                    [](const std::tuple<Tensor, Tensor>& p, const std::tuple<Tensor, Tensor>& t) {
+                      const auto& [x, y] = p;
+                      const auto& [dx, dy] = t;
+                      Tensor e = exp(y);
+                      return std::pair<std::tuple<Tensor, Tensor>, std::tuple<Tensor, Tensor>>{
+                          {x * e, sum(y)}, {dx * e + x * e * dy, sum(dy)}};
+                    });
 }
 
 std::vector<Sample> custom_jvp_samples(DType dt) {
@@ -44,7 +43,8 @@ std::vector<Sample> custom_jvp_samples(DType dt) {
     s.push_back(Sample{"sin(x)*x " + aval_text(x), {x}, unary_fn(f), {AbstractValue{shape, dt}}});
   }
   auto g = two_by_two();
-  s.push_back(Sample{"two arguments, two outputs", {random_tensor({2, 2}, dt, 22), random_tensor({2, 2}, dt, 23)},
+  s.push_back(Sample{"two arguments, two outputs",
+                     {random_tensor({2, 2}, dt, 22), random_tensor({2, 2}, dt, 23)},
                      [g](const std::vector<Tensor>& in) {
                        auto [a, b] = g(in[0], in[1]);
                        return std::vector<Tensor>{a, b};
@@ -103,22 +103,30 @@ std::vector<Sample> custom_vjp_samples(DType dt) {
     s.push_back(Sample{"tanh " + aval_text(x), {x}, unary_fn(f), {AbstractValue{shape, dt}}});
   }
   auto m = matmul_vjp();
-  s.push_back(Sample{"matmul with tuple residuals", {random_tensor({3, 4}, dt, 32), random_tensor({4, 2}, dt, 33)},
-                     binary_fn(m), {AbstractValue{{3, 2}, dt}}});
+  s.push_back(Sample{"matmul with tuple residuals",
+                     {random_tensor({3, 4}, dt, 32), random_tensor({4, 2}, dt, 33)},
+                     binary_fn(m),
+                     {AbstractValue{{3, 2}, dt}}});
   return s;
 }
 
 std::vector<BadInput> custom_vjp_bad() {
   auto wrong_bwd = custom_vjp([](const Tensor& x) { return sin(x); },
-                              [](const Tensor& x) { return std::pair<Tensor, Tensor>{sin(x), x}; },
+                              [](const Tensor& x) {
+                                return std::pair<Tensor, Tensor>{sin(x), x};
+                              },
                               [](const Tensor&, const Tensor&) { return zeros({2}, f32); });
   auto wrong_fwd = custom_vjp([](const Tensor& x) { return sin(x); },
-                              [](const Tensor& x) { return std::pair<Tensor, Tensor>{sum(x), x}; },
+                              [](const Tensor& x) {
+                                return std::pair<Tensor, Tensor>{sum(x), x};
+                              },
                               [](const Tensor&, const Tensor& ct) { return ct; });
-  return {bad<ShapeError>("bwd returns a wrong cotangent aval", "[custom_vjp] bwd returned (f32[2])",
-                          [wrong_bwd] { grad([wrong_bwd](const Tensor& x) { return sum(wrong_bwd(x)); })(ones({3}, f32)); }),
-          bad<ShapeError>("fwd returns a wrong output aval", "[custom_vjp] fwd's output returned (f32[])",
-                          [wrong_fwd] { grad([wrong_fwd](const Tensor& x) { return sum(wrong_fwd(x)); })(ones({3}, f32)); })};
+  return {bad<ShapeError>(
+              "bwd returns a wrong cotangent aval", "[custom_vjp] bwd returned (f32[2])",
+              [wrong_bwd] { grad([wrong_bwd](const Tensor& x) { return sum(wrong_bwd(x)); })(ones({3}, f32)); }),
+          bad<ShapeError>("fwd returns a wrong output aval", "[custom_vjp] fwd's output returned (f32[])", [wrong_fwd] {
+            grad([wrong_fwd](const Tensor& x) { return sum(wrong_fwd(x)); })(ones({3}, f32));
+          })};
 }
 
 const bool registered_vjp = register_samples("custom_vjp_call", {&custom_vjp_samples, custom_vjp_bad()});

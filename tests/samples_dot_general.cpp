@@ -89,7 +89,8 @@ std::string label(const Case& c, DType dt) {
 
 Sample make_sample(const Case& c, DType dt, Tensor lhs, Tensor rhs) {
   AxisPair contract = c.contract, batch = c.batch;
-  return Sample{label(c, dt), {std::move(lhs), std::move(rhs)},
+  return Sample{label(c, dt),
+                {std::move(lhs), std::move(rhs)},
                 binary_fn([contract, batch](const Tensor& a, const Tensor& b) {
                   return lax::dot_general(a, b, contract, batch);
                 }),
@@ -124,21 +125,38 @@ const bool registered = register_samples(
      {bad<ShapeError>("contracting sizes differ",
                       "[dot_general] contracting dims (1,) of lhs f32[2,3] and (0,) of rhs f32[4,5] have different "
                       "sizes: lhs dim 1 is 3, rhs dim 0 is 4",
-                      [] { dot({2, 3}, f32, {4, 5}, f32, {{1}, {0}}); }),
-      bad<ShapeError>("batch sizes differ", "[dot_general] batch dims (0,) of lhs f64[2,3,4] and (0,) of rhs f64[3,4,5]",
-                      [] { dot({2, 3, 4}, f64, {3, 4, 5}, f64, {{2}, {1}}, {{0}, {0}}); }),
+                      [] {
+                        dot({2, 3}, f32, {4, 5}, f32, {{1}, {0}});
+                      }),
+      bad<ShapeError>("batch sizes differ",
+                      "[dot_general] batch dims (0,) of lhs f64[2,3,4] and (0,) of rhs f64[3,4,5]",
+                      [] {
+                        dot({2, 3, 4}, f64, {3, 4, 5}, f64, {{2}, {1}}, {{0}, {0}});
+                      }),
       bad<ShapeError>("pair counts differ", "[dot_general] contracting dims (1,) of lhs f32[2,3] and () of rhs",
-                      [] { dot({2, 3}, f32, {3}, f32, {{1}, {}}); }),
-      bad<AxisError>("contracting dim out of range", "[dot_general] rhs contracting dim 2 is out of range for rhs f32[3,4]",
-                     [] { dot({2, 3}, f32, {3, 4}, f32, {{1}, {2}}); }),
+                      [] {
+                        dot({2, 3}, f32, {3}, f32, {{1}, {}});
+                      }),
+      bad<AxisError>("contracting dim out of range",
+                     "[dot_general] rhs contracting dim 2 is out of range for rhs f32[3,4]",
+                     [] {
+                       dot({2, 3}, f32, {3, 4}, f32, {{1}, {2}});
+                     }),
       bad<AxisError>("dim contracted and batched", "[dot_general] lhs dim 0 of f32[3,3] appears more than once",
-                     [] { dot({3, 3}, f32, {3, 3}, f32, {{0}, {1}}, {{0}, {0}}); }),
+                     [] {
+                       dot({3, 3}, f32, {3, 3}, f32, {{0}, {1}}, {{0}, {0}});
+                     }),
       bad<AxisError>("negative dim", "[dot_general] lhs contracting dim -1 is out of range",
-                     [] { dot({2, 3}, f32, {3, 4}, f32, {{-1}, {0}}); }),
+                     [] {
+                       dot({2, 3}, f32, {3, 4}, f32, {{-1}, {0}});
+                     }),
       bad<DTypeError>("bool operands", "[dot_general] got an operand of type bool[2,3]",
-                      [] { dot({2, 3}, boolean, {3, 4}, boolean, {{1}, {0}}); }),
-      bad<DTypeError>("dtypes differ", "[dot_general] operand dtypes differ: lhs f32[2,3] and rhs f64[3,4]",
-                      [] { dot({2, 3}, f32, {3, 4}, f64, {{1}, {0}}); })}});
+                      [] {
+                        dot({2, 3}, boolean, {3, 4}, boolean, {{1}, {0}});
+                      }),
+      bad<DTypeError>("dtypes differ", "[dot_general] operand dtypes differ: lhs f32[2,3] and rhs f64[3,4]", [] {
+        dot({2, 3}, f32, {3, 4}, f64, {{1}, {0}});
+      })}});
 
 }  // namespace dot_general_samples
 }  // namespace fluxion::testing

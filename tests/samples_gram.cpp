@@ -18,10 +18,9 @@ struct Case {
 const std::vector<Case>& cases() {
   // Composition-matrix checks use the first two, so they are the small, typical ones.
   static const std::vector<Case> c{
-      {"tall", 5, 3, false},          {"wide", 3, 5, false},        {"1x1", 1, 1, false},
-      {"one column", 4, 1, false},    {"one row", 1, 4, false},     {"square", 7, 7, false},
-      {"long, odd D", 70, 33, true},  {"long", 300, 20, true},      {"no rows", 0, 3, false},
-      {"no columns", 4, 0, false},
+      {"tall", 5, 3, false},    {"wide", 3, 5, false},       {"1x1", 1, 1, false},          {"one column", 4, 1, false},
+      {"one row", 1, 4, false}, {"square", 7, 7, false},     {"long, odd D", 70, 33, true}, {"long", 300, 20, true},
+      {"no rows", 0, 3, false}, {"no columns", 4, 0, false},
   };
   return c;
 }
@@ -36,7 +35,9 @@ std::vector<Sample> samples(DType dt) {
     seed += 2;
     std::ostringstream label;
     label << c.what << ": gram " << x.aval() << " " << s.aval();
-    out.push_back(Sample{label.str(), {x, s}, binary_fn([](const Tensor& a, const Tensor& w) { return lax::gram(a, w); }),
+    out.push_back(Sample{label.str(),
+                         {x, s},
+                         binary_fn([](const Tensor& a, const Tensor& w) { return lax::gram(a, w); }),
                          {AbstractValue{Shape{c.d, c.d}, dt}}});
   }
   return out;
@@ -47,17 +48,27 @@ void gram(const Shape& x, DType xd, const Shape& s, DType sd) { lax::gram(ones(x
 const bool registered = register_samples(
     "gram",
     {samples,
-     {bad<ShapeError>("x is a vector", "[gram] x must be a matrix [N, D], got f64[3]", [] { gram({3}, f64, {3}, f64); }),
+     {bad<ShapeError>("x is a vector", "[gram] x must be a matrix [N, D], got f64[3]",
+                      [] { gram({3}, f64, {3}, f64); }),
       bad<ShapeError>("x has rank 3", "[gram] x must be a matrix [N, D], got f32[2,3,4]",
-                      [] { gram({2, 3, 4}, f32, {2}, f32); }),
+                      [] {
+                        gram({2, 3, 4}, f32, {2}, f32);
+                      }),
       bad<ShapeError>("s is a matrix", "[gram] s must be a vector [N], got f64[3,1]",
-                      [] { gram({3, 2}, f64, {3, 1}, f64); }),
+                      [] {
+                        gram({3, 2}, f64, {3, 1}, f64);
+                      }),
       bad<ShapeError>("s length differs", "[gram] s f32[4] has 4 elements but x f32[3,2] has 3 rows",
-                      [] { gram({3, 2}, f32, {4}, f32); }),
+                      [] {
+                        gram({3, 2}, f32, {4}, f32);
+                      }),
       bad<DTypeError>("integer operands", "[gram] needs floating operands (f32 or f64), got x i32[3,2] and s i32[3]",
-                      [] { gram({3, 2}, i32, {3}, i32); }),
-      bad<DTypeError>("dtypes differ", "[gram] operand dtypes differ: x f32[3,2] and s f64[3]",
-                      [] { gram({3, 2}, f32, {3}, f64); })}});
+                      [] {
+                        gram({3, 2}, i32, {3}, i32);
+                      }),
+      bad<DTypeError>("dtypes differ", "[gram] operand dtypes differ: x f32[3,2] and s f64[3]", [] {
+        gram({3, 2}, f32, {3}, f64);
+      })}});
 
 }  // namespace gram_samples
 }  // namespace fluxion::testing

@@ -22,7 +22,9 @@ std::string ints(const Ints& v) {
 std::string aval(const Shape& s, DType d) { return detail::cat(AbstractValue{s, d}); }
 
 /// A rank-0 start index of the given integer dtype.
-Tensor start(int64_t v, DType d = i32) { return d == i32 ? scalar<int32_t>(static_cast<int32_t>(v)) : scalar<int64_t>(v); }
+Tensor start(int64_t v, DType d = i32) {
+  return d == i32 ? scalar<int32_t>(static_cast<int32_t>(v)) : scalar<int64_t>(v);
+}
 
 std::vector<Sample> slice_samples(DType dt) {
   struct Case {
@@ -38,7 +40,7 @@ std::vector<Sample> slice_samples(DType dt) {
       {{5}, {2}, {2}, {}, {0}},  // empty slice
       {{2, 0, 3}, {0, 0, 1}, {2, 0, 3}, {}, {2, 0, 2}},
       {{}, {}, {}, {}, {}},
-      {{7}, {0}, {7}, {10}, {1}},  // stride past the end
+      {{7}, {0}, {7}, {10}, {1}},                // stride past the end
       {{6, 7}, {0, 0}, {6, 7}, {1, 1}, {6, 7}},  // identity
       {{4, 5, 6}, {1, 1, 0}, {3, 4, 6}, {1, 1, 1}, {2, 3, 6}},
   };
@@ -110,7 +112,8 @@ std::vector<Sample> dynamic_update_slice_samples(DType dt) {
       Fn fn = [](const std::vector<Tensor>& v) {
         return std::vector<Tensor>{lax::dynamic_update_slice(v[0], v[1], std::vector<Tensor>(v.begin() + 2, v.end()))};
       };
-      out.push_back(Sample{aval(c.in, d) + " <- " + aval(c.update, d) + " " + c.note, in, fn, {AbstractValue{c.in, d}}});
+      out.push_back(
+          Sample{aval(c.in, d) + " <- " + aval(c.update, d) + " " + c.note, in, fn, {AbstractValue{c.in, d}}});
     }
   return out;
 }
@@ -123,25 +126,26 @@ std::vector<Sample> pad_samples(DType dt) {
   };
   const std::vector<Case> cases{
       {{3}, {1}, {2}, {0}, {6}},
-      {{3}, {0}, {0}, {2}, {7}},  // interior
-      {{5}, {-2}, {1}, {0}, {4}},  // negative low crops
+      {{3}, {0}, {0}, {2}, {7}},    // interior
+      {{5}, {-2}, {1}, {0}, {4}},   // negative low crops
       {{4}, {-1}, {-2}, {1}, {4}},  // crop both ends of a dilated operand
       {{2, 3}, {1, -1}, {0, 2}, {1, 0}, {4, 4}},
-      {{}, {}, {}, {}, {}},  // rank 0
-      {{0, 2}, {1, 0}, {1, 0}, {3, 0}, {2, 2}},  // size-0 dim with interior
-      {{3}, {-3}, {0}, {0}, {0}},  // cropped to nothing
+      {{}, {}, {}, {}, {}},                                      // rank 0
+      {{0, 2}, {1, 0}, {1, 0}, {3, 0}, {2, 2}},                  // size-0 dim with interior
+      {{3}, {-3}, {0}, {0}, {0}},                                // cropped to nothing
       {{2, 3, 4}, {1, 0, 2}, {0, 1, -1}, {1, 2, 0}, {4, 8, 5}},  // rank 3
-      {{3, 4}, {-1, 0}, {-1, 0}, {0, 0}, {1, 4}},  // pure crop (no padding element survives)
-      {{2}, {-3}, {4}, {3}, {6}},  // crop into the interior padding
+      {{3, 4}, {-1, 0}, {-1, 0}, {0, 0}, {1, 4}},                // pure crop (no padding element survives)
+      {{2}, {-3}, {4}, {3}, {6}},                                // crop into the interior padding
   };
   std::vector<Sample> out;
   uint64_t seed = 1300;
   for (DType d : dtypes(dt))
     for (const Case& c : cases)
-      out.push_back(Sample{aval(c.in, d) + " low" + ints(c.low) + " high" + ints(c.high) + " interior" + ints(c.interior),
-                           {random_tensor(c.in, d, seed++), random_tensor({}, d, seed++, 5, 9)},
-                           binary_fn([c](const Tensor& x, const Tensor& v) { return lax::pad(x, v, c.low, c.high, c.interior); }),
-                           {AbstractValue{c.out, d}}});
+      out.push_back(
+          Sample{aval(c.in, d) + " low" + ints(c.low) + " high" + ints(c.high) + " interior" + ints(c.interior),
+                 {random_tensor(c.in, d, seed++), random_tensor({}, d, seed++, 5, 9)},
+                 binary_fn([c](const Tensor& x, const Tensor& v) { return lax::pad(x, v, c.low, c.high, c.interior); }),
+                 {AbstractValue{c.out, d}}});
   return out;
 }
 
@@ -182,7 +186,7 @@ std::vector<Sample> concatenate_samples(DType dt) {
 // suites (which map and differentiate over the inputs) see iota inside a vmapped or differentiated
 // function: its result is unmapped there and its tangent zero.
 std::vector<Sample> iota_samples(DType dt) {
-  const std::vector<std::pair<Shape, int64_t>> cases{{{5}, 0},    {{2, 3}, 1}, {{2, 3}, 0}, {{2, 3, 4}, 1},
+  const std::vector<std::pair<Shape, int64_t>> cases{{{5}, 0},    {{2, 3}, 1}, {{2, 3}, 0},    {{2, 3, 4}, 1},
                                                      {{0, 3}, 0}, {{3, 0}, 0}, {{2, 3, 4}, -1}};
   std::vector<Sample> out;
   uint64_t seed = 1450;
@@ -192,7 +196,9 @@ std::vector<Sample> iota_samples(DType dt) {
         return std::vector<Tensor>{lax::iota(d, shape, dim)};
       };
       out.push_back(Sample{aval(shape, d) + " dimension " + std::to_string(dim) + " (input unused)",
-                           {random_tensor({2}, dt, seed++)}, fn, {AbstractValue{shape, d}}});
+                           {random_tensor({2}, dt, seed++)},
+                           fn,
+                           {AbstractValue{shape, d}}});
     }
   return out;
 }
@@ -226,7 +232,8 @@ std::vector<Sample> gather_samples(DType dt) {
   for (DType d : dtypes(dt))
     for (const GatherCase& c : gather_cases()) {
       const int64_t axis = c.axis;
-      out.push_back(Sample{aval(c.x, d) + " " + c.note, {random_tensor(c.x, d, seed++), c.indices},
+      out.push_back(Sample{aval(c.x, d) + " " + c.note,
+                           {random_tensor(c.x, d, seed++), c.indices},
                            binary_fn([axis](const Tensor& x, const Tensor& i) { return lax::gather(x, i, axis); }),
                            {AbstractValue{c.out, d}}});
     }
@@ -258,30 +265,38 @@ const bool registered = [] {
       {slice_samples,
        {bad<ShapeError>("limit past the end", "[slice] start_indices=(0,) limit_indices=(6,) are out of bounds",
                         [] { lax::slice(zeros({5}), {0}, {6}); }),
-        bad<ShapeError>("start after limit", "need 0 <= start (3) <= limit (2)", [] { lax::slice(zeros({5}), {3}, {2}); }),
-        bad<ShapeError>("zero stride", "[slice] strides=(0,) has stride 0", [] { lax::slice(zeros({5}), {0}, {5}, {0}); }),
-        bad<ShapeError>("wrong number of starts", "[slice] start_indices=(0,) has 1 entries for operand f64[2,2]",
-                        [] { lax::slice(zeros({2, 2}), {0}, {1, 1}); })}});
-  register_samples(
-      "dynamic_slice",
-      {dynamic_slice_samples,
-       {bad<ShapeError>("size larger than the dim", "[dynamic_slice] slice_sizes=(6,) asks for 6 elements",
-                        [] { lax::dynamic_slice(zeros({5}), {scalar<int32_t>(0)}, {6}); }),
-        bad<DTypeError>("float start index", "[dynamic_slice] start index 0 has type f64[]",
-                        [] { lax::dynamic_slice(zeros({5}), {scalar<double>(1)}, {2}); }),
-        bad<ShapeError>("missing start index", "[dynamic_slice] got 1 start indices for operand f64[2,2]",
-                        [] { lax::dynamic_slice(zeros({2, 2}), {scalar<int32_t>(0)}, {1, 1}); }),
-        bad<ShapeError>("non-scalar start index", "must be a rank-0 scalar",
-                        [] { lax::dynamic_slice(zeros({5}), {from_vector<int32_t>({1})}, {2}); })}});
+        bad<ShapeError>("start after limit", "need 0 <= start (3) <= limit (2)",
+                        [] { lax::slice(zeros({5}), {3}, {2}); }),
+        bad<ShapeError>("zero stride", "[slice] strides=(0,) has stride 0",
+                        [] { lax::slice(zeros({5}), {0}, {5}, {0}); }),
+        bad<ShapeError>("wrong number of starts", "[slice] start_indices=(0,) has 1 entries for operand f64[2,2]", [] {
+          lax::slice(zeros({2, 2}), {0}, {1, 1});
+        })}});
+  register_samples("dynamic_slice",
+                   {dynamic_slice_samples,
+                    {bad<ShapeError>("size larger than the dim", "[dynamic_slice] slice_sizes=(6,) asks for 6 elements",
+                                     [] { lax::dynamic_slice(zeros({5}), {scalar<int32_t>(0)}, {6}); }),
+                     bad<DTypeError>("float start index", "[dynamic_slice] start index 0 has type f64[]",
+                                     [] { lax::dynamic_slice(zeros({5}), {scalar<double>(1)}, {2}); }),
+                     bad<ShapeError>("missing start index", "[dynamic_slice] got 1 start indices for operand f64[2,2]",
+                                     [] {
+                                       lax::dynamic_slice(zeros({2, 2}), {scalar<int32_t>(0)}, {1, 1});
+                                     }),
+                     bad<ShapeError>("non-scalar start index", "must be a rank-0 scalar",
+                                     [] { lax::dynamic_slice(zeros({5}), {from_vector<int32_t>({1})}, {2}); })}});
   register_samples(
       "dynamic_update_slice",
       {dynamic_update_slice_samples,
-       {bad<ShapeError>("update larger than operand", "[dynamic_update_slice] update f64[6] is larger than operand f64[5]",
+       {bad<ShapeError>("update larger than operand",
+                        "[dynamic_update_slice] update f64[6] is larger than operand f64[5]",
                         [] { lax::dynamic_update_slice(zeros({5}), zeros({6}), {scalar<int32_t>(0)}); }),
-        bad<DTypeError>("dtype mismatch", "[dynamic_update_slice] update f32[2] and operand f64[5] have different dtypes",
+        bad<DTypeError>("dtype mismatch",
+                        "[dynamic_update_slice] update f32[2] and operand f64[5] have different dtypes",
                         [] { lax::dynamic_update_slice(zeros({5}), zeros({2}, f32), {scalar<int32_t>(0)}); }),
         bad<ShapeError>("rank mismatch", "[dynamic_update_slice] update f64[2,1] has rank 2",
-                        [] { lax::dynamic_update_slice(zeros({5}), zeros({2, 1}), {scalar<int32_t>(0)}); }),
+                        [] {
+                          lax::dynamic_update_slice(zeros({5}), zeros({2, 1}), {scalar<int32_t>(0)});
+                        }),
         bad<ShapeError>("missing start index", "[dynamic_update_slice] got 0 start indices",
                         [] { lax::dynamic_update_slice(zeros({5}), zeros({2}), {}); })}});
   register_samples(
@@ -301,21 +316,30 @@ const bool registered = [] {
       "concatenate",
       {concatenate_samples,
        {bad<DTypeError>("dtype mismatch", "[concatenate] operand 1 is f32[2] but operand 0 is f64[3]",
-                        [] { lax::concatenate({zeros({3}), zeros({2}, f32)}, 0); }),
+                        [] {
+                          lax::concatenate({zeros({3}), zeros({2}, f32)}, 0);
+                        }),
         bad<ShapeError>("shape mismatch off the dimension", "shapes must agree except in dimension 0",
-                        [] { lax::concatenate({zeros({3, 2}), zeros({3, 4})}, 0); }),
+                        [] {
+                          lax::concatenate({zeros({3, 2}), zeros({3, 4})}, 0);
+                        }),
         bad<ShapeError>("no operands", "[concatenate] takes at least one operand", [] { lax::concatenate({}, 0); }),
         bad<AxisError>("dimension out of range", "[concatenate] dimension=2 is out of range for f64[3,2]",
-                       [] { lax::concatenate({zeros({3, 2})}, 2); }),
-        bad<AxisError>("rank-0 operands", "[concatenate]", [] { lax::concatenate({zeros({}), zeros({})}, 0); })}});
+                       [] {
+                         lax::concatenate({zeros({3, 2})}, 2);
+                       }),
+        bad<AxisError>("rank-0 operands", "[concatenate]", [] {
+          lax::concatenate({zeros({}), zeros({})}, 0);
+        })}});
   register_samples(
-      "iota",
-      {iota_samples,
-       {bad<AxisError>("dimension out of range", "[iota] dimension=2 is out of range for i32[2,3]",
-                       [] { lax::iota(i32, {2, 3}, 2); }),
-        bad<DTypeError>("bool dtype", "[iota] dtype=bool is not supported", [] { lax::iota(boolean, {3}, 0); }),
-        bad<ShapeError>("negative size", "[iota] negative dimension -3", [] { lax::iota(f32, {-3}, 0); }),
-        bad<AxisError>("rank 0", "[iota]", [] { lax::iota(f32, {}, 0); })}});
+      "iota", {iota_samples,
+               {bad<AxisError>("dimension out of range", "[iota] dimension=2 is out of range for i32[2,3]",
+                               [] {
+                                 lax::iota(i32, {2, 3}, 2);
+                               }),
+                bad<DTypeError>("bool dtype", "[iota] dtype=bool is not supported", [] { lax::iota(boolean, {3}, 0); }),
+                bad<ShapeError>("negative size", "[iota] negative dimension -3", [] { lax::iota(f32, {-3}, 0); }),
+                bad<AxisError>("rank 0", "[iota]", [] { lax::iota(f32, {}, 0); })}});
   register_samples(
       "gather",
       {gather_samples,
@@ -323,15 +347,19 @@ const bool registered = [] {
                         [] { lax::gather(zeros({3}), zeros({2}), 0); }),
         bad<AxisError>("axis out of range", "[gather] axis=1 is out of range for f64[3]",
                        [] { lax::gather(zeros({3}), from_vector<int32_t>({0}), 1); }),
-        bad<ShapeError>("indexing an empty axis", "[gather] cannot index axis 0 of f64[0,2]: it has size 0",
-                        [] { lax::gather(zeros({0, 2}), from_vector<int32_t>({0}), 0); })}});
+        bad<ShapeError>("indexing an empty axis", "[gather] cannot index axis 0 of f64[0,2]: it has size 0", [] {
+          lax::gather(zeros({0, 2}), from_vector<int32_t>({0}), 0);
+        })}});
   register_samples(
       "scatter_add",
       {scatter_add_samples,
        {bad<ShapeError>("updates shaped wrong", "[scatter_add] updates have shape [3] but operand f64[5]",
-                        [] { lax::scatter_add(zeros({5}), from_vector<int32_t>({0, 1}), zeros({3}), 0); }),
-        bad<DTypeError>("bool operand", "[scatter_add] got an operand of type bool[5]",
-                        [] { lax::scatter_add(zeros({5}, boolean), from_vector<int32_t>({0}), zeros({1}, boolean), 0); }),
+                        [] {
+                          lax::scatter_add(zeros({5}), from_vector<int32_t>({0, 1}), zeros({3}), 0);
+                        }),
+        bad<DTypeError>(
+            "bool operand", "[scatter_add] got an operand of type bool[5]",
+            [] { lax::scatter_add(zeros({5}, boolean), from_vector<int32_t>({0}), zeros({1}, boolean), 0); }),
         bad<DTypeError>("updates dtype", "[scatter_add] updates f32[1] and operand f64[5] have different dtypes",
                         [] { lax::scatter_add(zeros({5}), from_vector<int32_t>({0}), zeros({1}, f32), 0); }),
         bad<ShapeError>("indexing an empty axis", "[scatter_add] cannot index axis 0",

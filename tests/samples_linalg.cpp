@@ -57,7 +57,9 @@ std::vector<Sample> samples(DType dt) {
     Tensor b = random_tensor(with_matrix(c.batch, c.n, c.k), dt, seed++);
     std::ostringstream label;
     label << c.what << ": " << a.aval() << " \\ " << b.aval();
-    out.push_back(Sample{label.str(), {a, b}, binary_fn([](const Tensor& x, const Tensor& y) { return lax::linalg_solve(x, y); }),
+    out.push_back(Sample{label.str(),
+                         {a, b},
+                         binary_fn([](const Tensor& x, const Tensor& y) { return lax::linalg_solve(x, y); }),
                          {AbstractValue{with_matrix(c.batch, c.n, c.k), dt}}});
   }
   return out;
@@ -68,22 +70,38 @@ void solve(const Shape& a, DType ad, const Shape& b, DType bd) { lax::linalg_sol
 const bool registered = register_samples(
     "linalg_solve",
     {samples,
-     {bad<ShapeError>("a not square", "[linalg_solve] a must be a square matrix or a batch of them (..., n, n), got f64[3,4]",
-                      [] { solve({3, 4}, f64, {3, 1}, f64); }),
-      bad<ShapeError>("a is a vector", "[linalg_solve] a must be a square matrix or a batch of them (..., n, n), got f32[3]",
+     {bad<ShapeError>("a not square",
+                      "[linalg_solve] a must be a square matrix or a batch of them (..., n, n), got f64[3,4]",
+                      [] {
+                        solve({3, 4}, f64, {3, 1}, f64);
+                      }),
+      bad<ShapeError>("a is a vector",
+                      "[linalg_solve] a must be a square matrix or a batch of them (..., n, n), got f32[3]",
                       [] { solve({3}, f32, {3}, f32); }),
       bad<ShapeError>("b rows differ", "[linalg_solve] b f64[4,2] has 4 rows but a f64[3,3] is 3x3",
-                      [] { solve({3, 3}, f64, {4, 2}, f64); }),
+                      [] {
+                        solve({3, 3}, f64, {4, 2}, f64);
+                      }),
       bad<ShapeError>("b is a vector", "[linalg_solve] b f64[3] must have the rank of a f64[3,3] (2)",
-                      [] { solve({3, 3}, f64, {3}, f64); }),
-      bad<ShapeError>("batch dims differ", "[linalg_solve] batch dims of a f32[2,3,3] and b f32[4,3,1] differ (dim 0: 2 vs 4)",
-                      [] { solve({2, 3, 3}, f32, {4, 3, 1}, f32); }),
+                      [] {
+                        solve({3, 3}, f64, {3}, f64);
+                      }),
+      bad<ShapeError>("batch dims differ",
+                      "[linalg_solve] batch dims of a f32[2,3,3] and b f32[4,3,1] differ (dim 0: 2 vs 4)",
+                      [] {
+                        solve({2, 3, 3}, f32, {4, 3, 1}, f32);
+                      }),
       bad<DTypeError>("integer operands", "[linalg_solve] needs floating operands (f32 or f64), got a i32[2,2]",
-                      [] { solve({2, 2}, i32, {2, 1}, i32); }),
+                      [] {
+                        solve({2, 2}, i32, {2, 1}, i32);
+                      }),
       bad<DTypeError>("dtypes differ", "[linalg_solve] operand dtypes differ: a f32[2,2] and b f64[2,1]",
-                      [] { solve({2, 2}, f32, {2, 1}, f64); }),
-      bad<Error>("singular matrix", "[linalg_solve] the matrix f64[2,2] is singular",
-                 [] { lax::linalg_solve(from_vector(std::vector<double>{1, 2, 2, 4}, {2, 2}), ones({2, 1})); })}});
+                      [] {
+                        solve({2, 2}, f32, {2, 1}, f64);
+                      }),
+      bad<Error>("singular matrix", "[linalg_solve] the matrix f64[2,2] is singular", [] {
+        lax::linalg_solve(from_vector(std::vector<double>{1, 2, 2, 4}, {2, 2}), ones({2, 1}));
+      })}});
 
 }  // namespace linalg_samples
 }  // namespace fluxion::testing

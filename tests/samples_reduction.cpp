@@ -116,27 +116,24 @@ const std::vector<Case>& reduce_cases() {
 // (the last wider than one 2048-column accumulation chunk).
 const std::vector<Case>& long_cases() {
   static const std::vector<Case> c{
-      {{6, 300}, {1}, {6}},
-      {{257, 9}, {0}, {9}},
-      {{3, 120, 5}, {1}, {3, 5}},
-      {{40, 3, 20}, {0, 2}, {3}},
-      {{100, 70}, {0}, {70}},
-      {{2, 60, 2100}, {1}, {2, 2100}},
+      {{6, 300}, {1}, {6}},       {{257, 9}, {0}, {9}},   {{3, 120, 5}, {1}, {3, 5}},
+      {{40, 3, 20}, {0, 2}, {3}}, {{100, 70}, {0}, {70}}, {{2, 60, 2100}, {1}, {2, 2100}},
   };
   return c;
 }
 
 // `grid_ties`: the grid samples have exact ties among the reduced values, where reduce_max/min are
 // not differentiable, so finite differences cannot check them (they are flagged).
-std::vector<Sample> reduce_samples(ReduceFn f, DType dt, double lo, double hi, bool long_ones,
-                                   bool grid_ties = false) {
+std::vector<Sample> reduce_samples(ReduceFn f, DType dt, double lo, double hi, bool long_ones, bool grid_ties = false) {
   std::vector<Sample> out;
   uint64_t seed = 100;
   auto add = [&](const Case& c, Tensor x, const std::string& note, bool differentiable = true) {
     const Axes axes = c.axes;
     const DType d = x.dtype();
-    out.push_back(Sample{axes_label(x.aval(), "axes=" + axes_str(axes) + note), {x},
-                         unary_fn([f, axes](const Tensor& t) { return f(t, axes); }), {AbstractValue{c.out, d}},
+    out.push_back(Sample{axes_label(x.aval(), "axes=" + axes_str(axes) + note),
+                         {x},
+                         unary_fn([f, axes](const Tensor& t) { return f(t, axes); }),
+                         {AbstractValue{c.out, d}},
                          differentiable});
   };
   for (const Case& c : reduce_cases()) add(c, random_tensor(c.shape, dt, seed++, lo, hi), "");
@@ -155,20 +152,31 @@ std::vector<Sample> nan_samples(ReduceFn f, DType dt) {
   Tensor wide = with_nans(random_tensor({6, 40}, dt, 8), {3, 45, 83, 84, 239});
   for (const Axes& axes : {Axes{0}, Axes{1}, Axes{0, 1}}) {
     Shape s = drop(x.shape(), axes);
-    out.push_back(Sample{axes_label(x.aval(), "axes=" + axes_str(axes) + " with NaN"), {x},
-                         unary_fn([f, axes](const Tensor& t) { return f(t, axes); }), {AbstractValue{s, dt}}});
+    out.push_back(Sample{axes_label(x.aval(), "axes=" + axes_str(axes) + " with NaN"),
+                         {x},
+                         unary_fn([f, axes](const Tensor& t) { return f(t, axes); }),
+                         {AbstractValue{s, dt}}});
   }
-  out.push_back(Sample{axes_label(wide.aval(), "axes=(0,) with NaN"), {wide},
-                       unary_fn([f](const Tensor& t) { return f(t, {0}); }), {AbstractValue{{40}, dt}}});
+  out.push_back(Sample{axes_label(wide.aval(), "axes=(0,) with NaN"),
+                       {wide},
+                       unary_fn([f](const Tensor& t) { return f(t, {0}); }),
+                       {AbstractValue{{40}, dt}}});
   return out;
 }
 
 std::vector<BadInput> reduce_bad(const std::string& name, ReduceFn f) {
   return {bad<AxisError>("unsorted axes", "[" + name + "] axes (1,0) for operand f32[3,4] must be sorted and unique",
-                         [f] { f(zeros({3, 4}, f32), {1, 0}); }),
-          bad<AxisError>("repeated axis", "[" + name + "] axes (1,1)", [f] { f(zeros({3, 4}, f32), {1, 1}); }),
+                         [f] {
+                           f(zeros({3, 4}, f32), {1, 0});
+                         }),
+          bad<AxisError>("repeated axis", "[" + name + "] axes (1,1)",
+                         [f] {
+                           f(zeros({3, 4}, f32), {1, 1});
+                         }),
           bad<AxisError>("axis out of range", "[" + name + "] axis 2 is out of range for operand f64[3,4] of rank 2",
-                         [f] { f(zeros({3, 4}, f64), {2}); }),
+                         [f] {
+                           f(zeros({3, 4}, f64), {2});
+                         }),
           bad<AxisError>("negative axis", "[" + name + "] axis -1 is out of range", [f] { f(zeros({3}, f64), {-1}); }),
           bad<AxisError>("axis of a rank-0 operand", "[" + name + "] axis 0", [f] { f(zeros({}, f32), {0}); }),
           bad<DTypeError>("bool operand", "[" + name + "] got an operand of type bool[2]",
@@ -186,9 +194,9 @@ std::vector<Sample> arg_samples(ArgFn f, DType dt) {
     Shape out;
   };
   const std::vector<ArgCase> cases{
-      {{7}, 0, {}},        {{1}, 0, {}},        {{3, 4}, 0, {4}},        {{3, 4}, 1, {3}},
+      {{7}, 0, {}},           {{1}, 0, {}},           {{3, 4}, 0, {4}},       {{3, 4}, 1, {3}},
       {{2, 3, 5}, 0, {3, 5}}, {{2, 3, 5}, 1, {2, 5}}, {{2, 3, 5}, 2, {2, 3}}, {{2, 0, 3}, 0, {0, 3}},
-      {{0, 4}, 1, {0}},    {{4, 1, 6}, 1, {4, 6}}, {{5, 64}, 1, {5}},     {{64, 5}, 0, {5}},
+      {{0, 4}, 1, {0}},       {{4, 1, 6}, 1, {4, 6}}, {{5, 64}, 1, {5}},      {{64, 5}, 0, {5}},
   };
   std::vector<Sample> out;
   uint64_t seed = 300;
@@ -196,7 +204,8 @@ std::vector<Sample> arg_samples(ArgFn f, DType dt) {
     const int64_t axis = c.axis;
     std::ostringstream params;
     params << "axis=" << axis << " index_dtype=" << index << note;
-    out.push_back(Sample{axes_label(x.aval(), params.str()), {x},
+    out.push_back(Sample{axes_label(x.aval(), params.str()),
+                         {x},
                          unary_fn([f, axis, index](const Tensor& t) { return f(t, axis, index); }),
                          {AbstractValue{c.out, index}}});
   };
@@ -214,15 +223,20 @@ std::vector<Sample> arg_samples(ArgFn f, DType dt) {
 }
 
 std::vector<BadInput> arg_bad(const std::string& name, ArgFn f) {
-  return {bad<ShapeError>("empty axis", "[" + name + "] cannot take the " + name + " of an empty axis: axis 1 of f32[3,0]",
-                          [f] { f(zeros({3, 0}, f32), 1, i32); }),
-          bad<AxisError>("axis out of range", "[" + name + "] axis 2 is out of range for operand f64[3,4]",
-                         [f] { f(zeros({3, 4}, f64), 2, i32); }),
-          bad<AxisError>("rank-0 operand", "[" + name + "] axis 0 is out of range", [f] { f(zeros({}, f64), 0, i32); }),
-          bad<DTypeError>("float index dtype", "[" + name + "] index_dtype must be i32 or i64, got f32",
-                          [f] { f(zeros({3}, f64), 0, f32); }),
-          bad<DTypeError>("bool operand", "[" + name + "] got an operand of type bool[3]",
-                          [f] { f(zeros({3}, boolean), 0, i32); })};
+  return {
+      bad<ShapeError>("empty axis", "[" + name + "] cannot take the " + name + " of an empty axis: axis 1 of f32[3,0]",
+                      [f] {
+                        f(zeros({3, 0}, f32), 1, i32);
+                      }),
+      bad<AxisError>("axis out of range", "[" + name + "] axis 2 is out of range for operand f64[3,4]",
+                     [f] {
+                       f(zeros({3, 4}, f64), 2, i32);
+                     }),
+      bad<AxisError>("rank-0 operand", "[" + name + "] axis 0 is out of range", [f] { f(zeros({}, f64), 0, i32); }),
+      bad<DTypeError>("float index dtype", "[" + name + "] index_dtype must be i32 or i64, got f32",
+                      [f] { f(zeros({3}, f64), 0, f32); }),
+      bad<DTypeError>("bool operand", "[" + name + "] got an operand of type bool[3]",
+                      [f] { f(zeros({3}, boolean), 0, i32); })};
 }
 
 // ---- cumsum ----
@@ -234,11 +248,10 @@ std::vector<Sample> cumsum_samples(DType dt) {
     bool reverse;
   };
   const std::vector<CumCase> cases{
-      {{7}, 0, false},       {{7}, 0, true},        {{0}, 0, false},          {{1}, 0, true},
-      {{3, 4}, 0, false},    {{3, 4}, 1, false},    {{3, 4}, 0, true},        {{3, 4}, 1, true},
-      {{2, 0, 3}, 1, false}, {{2, 0, 3}, 2, true},  {{2, 3, 5}, 1, false},    {{2, 3, 5}, 2, true},
-      {{2, 3, 5}, 0, true},  {{4, 1, 6}, 1, false}, {{5, 24}, 1, false},      {{24, 5}, 0, true},
-      {{11, 7}, 1, false},   {{9, 5}, 1, true},
+      {{7}, 0, false},       {{7}, 0, true},       {{0}, 0, false},      {{1}, 0, true},        {{3, 4}, 0, false},
+      {{3, 4}, 1, false},    {{3, 4}, 0, true},    {{3, 4}, 1, true},    {{2, 0, 3}, 1, false}, {{2, 0, 3}, 2, true},
+      {{2, 3, 5}, 1, false}, {{2, 3, 5}, 2, true}, {{2, 3, 5}, 0, true}, {{4, 1, 6}, 1, false}, {{5, 24}, 1, false},
+      {{24, 5}, 0, true},    {{11, 7}, 1, false},  {{9, 5}, 1, true},
   };
   std::vector<Sample> out;
   uint64_t seed = 500;
@@ -247,23 +260,26 @@ std::vector<Sample> cumsum_samples(DType dt) {
     const bool reverse = c.reverse;
     std::ostringstream params;
     params << "axis=" << axis << " reverse=" << (reverse ? "True" : "False") << note;
-    out.push_back(Sample{axes_label(x.aval(), params.str()), {x},
+    out.push_back(Sample{axes_label(x.aval(), params.str()),
+                         {x},
                          unary_fn([axis, reverse](const Tensor& t) { return lax::cumsum(t, axis, reverse); }),
                          {x.aval()}});
   };
   for (const CumCase& c : cases) add(c, random_tensor(c.shape, dt, seed++), "");
   for (const CumCase& c : {CumCase{{4, 200}, 1, false}, CumCase{{150, 3}, 0, true}, CumCase{{2, 100, 3}, 1, false},
-                         CumCase{{10, 150}, 1, true}})
+                           CumCase{{10, 150}, 1, true}})
     add(c, grid_tensor(c.shape, dt, seed++), " (grid)");
   for (DType d : {i32, i64})
-    for (const CumCase& c : {cases[1], cases[5], cases[11], cases[12]}) add(c, random_tensor(c.shape, d, seed++, -9, 9), "");
+    for (const CumCase& c : {cases[1], cases[5], cases[11], cases[12]})
+      add(c, random_tensor(c.shape, d, seed++, -9, 9), "");
   return out;
 }
 
 const bool registered = [] {
   register_samples("reduce_sum", {[](DType dt) { return reduce_samples(lax::reduce_sum, dt, -2, 2, true); },
                                   reduce_bad("reduce_sum", lax::reduce_sum)});
-  for (auto [name, f] : {std::pair<const char*, ReduceFn>{"reduce_max", lax::reduce_max}, {"reduce_min", lax::reduce_min}})
+  for (auto [name, f] :
+       {std::pair<const char*, ReduceFn>{"reduce_max", lax::reduce_max}, {"reduce_min", lax::reduce_min}})
     register_samples(name, {[f = f](DType dt) {
                               std::vector<Sample> s = reduce_samples(f, dt, -2, 2, true, /*grid_ties=*/true);
                               for (Sample& n : nan_samples(f, dt)) s.push_back(std::move(n));
@@ -271,32 +287,38 @@ const bool registered = [] {
                             },
                             reduce_bad(name, f)});
   // Products stay O(1) with factors in [0.6, 1.6]; one signed sample; no long products.
-  register_samples("reduce_prod", {[](DType dt) {
-                                     std::vector<Sample> s = reduce_samples(lax::reduce_prod, dt, 0.6, 1.6, false);
-                                     Tensor x = random_tensor({3, 8}, dt, 42, -2, 2);
-                                     s.push_back(Sample{"signed factors", {x},
-                                                        unary_fn([](const Tensor& t) { return lax::reduce_prod(t, {1}); }),
-                                                        {AbstractValue{{3}, dt}}});
-                                     // Exact zeros (one in rows 0, 2, 3, two in row 1, column 2 all
-                                     // zeros): the derivative is the product of the other factors, never y / x.
-                                     Tensor z = with_zeros(random_tensor({4, 5}, dt, 43, 0.6, 1.6), {2, 5, 7, 12, 17});
-                                     for (const Axes& axes : {Axes{0}, Axes{1}, Axes{0, 1}})
-                                       s.push_back(Sample{axes_label(z.aval(), "axes=" + axes_str(axes) + " with zeros"), {z},
-                                                          unary_fn([axes](const Tensor& t) { return lax::reduce_prod(t, axes); }),
-                                                          {AbstractValue{drop(z.shape(), axes), dt}}});
-                                     return s;
-                                   },
-                                   reduce_bad("reduce_prod", lax::reduce_prod)});
+  register_samples("reduce_prod",
+                   {[](DType dt) {
+                      std::vector<Sample> s = reduce_samples(lax::reduce_prod, dt, 0.6, 1.6, false);
+                      Tensor x = random_tensor({3, 8}, dt, 42, -2, 2);
+                      s.push_back(Sample{"signed factors",
+                                         {x},
+                                         unary_fn([](const Tensor& t) { return lax::reduce_prod(t, {1}); }),
+                                         {AbstractValue{{3}, dt}}});
+                      // Exact zeros (one in rows 0, 2, 3, two in row 1, column 2 all
+                      // zeros): the derivative is the product of the other factors, never y / x.
+                      Tensor z = with_zeros(random_tensor({4, 5}, dt, 43, 0.6, 1.6), {2, 5, 7, 12, 17});
+                      for (const Axes& axes : {Axes{0}, Axes{1}, Axes{0, 1}})
+                        s.push_back(Sample{axes_label(z.aval(), "axes=" + axes_str(axes) + " with zeros"),
+                                           {z},
+                                           unary_fn([axes](const Tensor& t) { return lax::reduce_prod(t, axes); }),
+                                           {AbstractValue{drop(z.shape(), axes), dt}}});
+                      return s;
+                    },
+                    reduce_bad("reduce_prod", lax::reduce_prod)});
   register_samples("argmax", {[](DType dt) { return arg_samples(lax::argmax, dt); }, arg_bad("argmax", lax::argmax)});
   register_samples("argmin", {[](DType dt) { return arg_samples(lax::argmin, dt); }, arg_bad("argmin", lax::argmin)});
-  register_samples("cumsum", {cumsum_samples,
-                              {bad<AxisError>("axis out of range", "[cumsum] axis 2 is out of range for operand f32[3,4]",
-                                              [] { lax::cumsum(zeros({3, 4}, f32), 2); }),
-                               bad<AxisError>("rank-0 operand", "[cumsum] axis 0 is out of range for operand f64[]",
-                                              [] { lax::cumsum(zeros({}, f64), 0); }),
-                               bad<AxisError>("negative axis", "[cumsum] axis -1", [] { lax::cumsum(zeros({3}, f64), -1); }),
-                               bad<DTypeError>("bool operand", "[cumsum] got an operand of type bool[3]",
-                                               [] { lax::cumsum(zeros({3}, boolean), 0); })}});
+  register_samples("cumsum",
+                   {cumsum_samples,
+                    {bad<AxisError>("axis out of range", "[cumsum] axis 2 is out of range for operand f32[3,4]",
+                                    [] {
+                                      lax::cumsum(zeros({3, 4}, f32), 2);
+                                    }),
+                     bad<AxisError>("rank-0 operand", "[cumsum] axis 0 is out of range for operand f64[]",
+                                    [] { lax::cumsum(zeros({}, f64), 0); }),
+                     bad<AxisError>("negative axis", "[cumsum] axis -1", [] { lax::cumsum(zeros({3}, f64), -1); }),
+                     bad<DTypeError>("bool operand", "[cumsum] got an operand of type bool[3]",
+                                     [] { lax::cumsum(zeros({3}, boolean), 0); })}});
   return true;
 }();
 

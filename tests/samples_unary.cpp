@@ -31,9 +31,9 @@ std::vector<Sample> samples_for(Fn f, DType dt, double lo, double hi, std::vecto
 
 // Two bad inputs for a float-only primitive: an integer and a bool operand.
 std::vector<BadInput> float_only_bad(const std::string& name, Fn f) {
-  return {bad<DTypeError>("integer operand", "[" + name + "] got an operand of type i32[3]",
-                          [f] { f(zeros({3}, i32)); }),
-          bad<DTypeError>("bool operand", "accepts f32, f64", [f] { f(zeros({2}, boolean)); })};
+  return {
+      bad<DTypeError>("integer operand", "[" + name + "] got an operand of type i32[3]", [f] { f(zeros({3}, i32)); }),
+      bad<DTypeError>("bool operand", "accepts f32, f64", [f] { f(zeros({2}, boolean)); })};
 }
 
 bool register_float_unary(const std::string& name, Fn f, double lo, double hi) {
@@ -44,14 +44,16 @@ const bool registered = [] {
   register_float_unary("sin", lax::sin, -4, 4);
   register_float_unary("cos", lax::cos, -4, 4);
   register_float_unary("tan", lax::tan, -1.4, 1.4);
-  register_samples("exp", {[](DType dt) {
-                             auto out = samples_for(lax::exp, dt, -5, 5);
-                             // Underflow to exactly 0, -inf included (logsumexp relies on it).
-                             Tensor tails = astype(tensor({-std::numeric_limits<double>::infinity(), -1000.0, -745.0, -100.0, -80.0, 0.0, 1.0}), dt);
-                             out.push_back(Sample{"underflow tails", {tails}, unary_fn(lax::exp), {AbstractValue{Shape{7}, dt}}});
-                             return out;
-                           },
-                           float_only_bad("exp", lax::exp)});
+  register_samples(
+      "exp", {[](DType dt) {
+                auto out = samples_for(lax::exp, dt, -5, 5);
+                // Underflow to exactly 0, -inf included (logsumexp relies on it).
+                Tensor tails = astype(
+                    tensor({-std::numeric_limits<double>::infinity(), -1000.0, -745.0, -100.0, -80.0, 0.0, 1.0}), dt);
+                out.push_back(Sample{"underflow tails", {tails}, unary_fn(lax::exp), {AbstractValue{Shape{7}, dt}}});
+                return out;
+              },
+              float_only_bad("exp", lax::exp)});
   register_float_unary("log", lax::log, 0.05, 10);
   register_float_unary("log1p", lax::log1p, -0.9, 5);
   register_float_unary("expm1", lax::expm1, -3, 3);
@@ -63,28 +65,31 @@ const bool registered = [] {
   register_float_unary("ceil", lax::ceil, -5, 5);
   register_float_unary("round", lax::round, -5, 5);
   auto round_even = [](const Tensor& x) { return lax::round(x, lax::RoundingMethod::to_nearest_even); };
-  register_samples("round_nearest_even",
-                   {[=](DType dt) {
-                      auto out = samples_for(round_even, dt, -5, 5);
-                      // Halfway cases go to the even neighbour (round takes them away from zero).
-                      Tensor halves = astype(tensor({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.25, 4.75}), dt);
-                      out.push_back(Sample{"halfway cases", {halves}, unary_fn(round_even), {AbstractValue{Shape{9}, dt}}});
-                      out.back().differentiable = false;  // steps there: finite differences see them
-                      return out;
-                    },
-                    float_only_bad("round_nearest_even", round_even)});
+  register_samples(
+      "round_nearest_even",
+      {[=](DType dt) {
+         auto out = samples_for(round_even, dt, -5, 5);
+         // Halfway cases go to the even neighbour (round takes them away from zero).
+         Tensor halves = astype(tensor({-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.25, 4.75}), dt);
+         out.push_back(Sample{"halfway cases", {halves}, unary_fn(round_even), {AbstractValue{Shape{9}, dt}}});
+         out.back().differentiable = false;  // steps there: finite differences see them
+         return out;
+       },
+       float_only_bad("round_nearest_even", round_even)});
   auto numeric_bad = [](const std::string& name, Fn f) {
-    return std::vector<BadInput>{
-        bad<DTypeError>("bool operand", "[" + name + "] got an operand of type bool[2]", [f] { f(zeros({2}, boolean)); }),
-        bad<Error>("empty tensor handle", "[" + name + "]", [f] { f(Tensor()); })};
+    return std::vector<BadInput>{bad<DTypeError>("bool operand", "[" + name + "] got an operand of type bool[2]",
+                                                 [f] { f(zeros({2}, boolean)); }),
+                                 bad<Error>("empty tensor handle", "[" + name + "]", [f] { f(Tensor()); })};
   };
   for (auto [name, f] : {std::pair<const char*, Fn>{"neg", lax::neg}, {"abs", lax::abs}, {"sign", lax::sign}})
     register_samples(name, {[f = f](DType dt) { return samples_for(f, dt, -5, 5, {i32, i64}); }, numeric_bad(name, f)});
-  register_samples("not", {[](DType) { return samples_for(lax::logical_not, boolean, 0, 1, {i32, i64}); },
-                           {bad<DTypeError>("float operand", "[not] got an operand of type f32[3]",
-                                            [] { lax::logical_not(zeros({3}, f32)); }),
-                            bad<DTypeError>("f64 operand", "accepts bool, i32, i64",
-                                            [] { lax::logical_not(zeros({}, f64)); })}});
+  register_samples(
+      "not", {[](DType) {
+                return samples_for(lax::logical_not, boolean, 0, 1, {i32, i64});
+              },
+              {bad<DTypeError>("float operand", "[not] got an operand of type f32[3]",
+                               [] { lax::logical_not(zeros({3}, f32)); }),
+               bad<DTypeError>("f64 operand", "accepts bool, i32, i64", [] { lax::logical_not(zeros({}, f64)); })}});
   // stop_gradient's derivative is zero by definition, which finite differences cannot see.
   register_samples("stop_gradient",
                    {[](DType dt) {

@@ -15,8 +15,7 @@ namespace fx = fluxion;
 namespace {
 
 /// Uniform values in [lo, hi), deterministic.
-template <class T>
-std::vector<T> uniform(size_t n, double lo, double hi, uint64_t seed) {
+template <class T> std::vector<T> uniform(size_t n, double lo, double hi, uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> u(lo, hi);
   std::vector<T> v(n);
@@ -25,8 +24,7 @@ std::vector<T> uniform(size_t n, double lo, double hi, uint64_t seed) {
 }
 
 /// The exact sum (to long double's 64 bits, pairwise) of v[i * stride + offset], i < n.
-template <class T>
-long double exact_sum(const std::vector<T>& v, size_t n, size_t stride = 1, size_t offset = 0) {
+template <class T> long double exact_sum(const std::vector<T>& v, size_t n, size_t stride = 1, size_t offset = 0) {
   if (n <= 64) {
     long double s = 0;
     for (size_t i = 0; i < n; ++i) s += static_cast<long double>(v[i * stride + offset]);
@@ -37,8 +35,7 @@ long double exact_sum(const std::vector<T>& v, size_t n, size_t stride = 1, size
 }
 
 /// |got - want| in ulps of want rounded to T.
-template <class T>
-double ulps(T got, long double want) {
+template <class T> double ulps(T got, long double want) {
   const T w = static_cast<T>(want);
   const T ulp = std::nextafter(std::fabs(w), std::numeric_limits<T>::infinity()) - std::fabs(w);
   return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / static_cast<long double>(ulp));

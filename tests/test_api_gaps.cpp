@@ -180,11 +180,14 @@ TEST_CASE("where(cond): concrete under grad, a ConcretizationError naming the al
   auto positive_sum = [](const fx::Tensor& v) { return fx::sum(fx::take(v, fx::where(v > 0.0)[0])); };
   CHECK(vals(fx::grad(positive_sum)(fx::tensor({-1.0, 2.0, 3.0}))) == std::vector<double>{0, 1, 1});
   auto indices = [](const fx::Tensor& v) { return fx::where(v > 0.0)[0]; };
-  for (auto run : {+[](decltype(indices) f) { fx::vmap(f)(fx::ones({2, 3})); },
+  for (auto run : {+[](decltype(indices) f) {
+                     fx::vmap(f)(fx::ones({2, 3}));
+                   },
                    +[](decltype(indices) f) { fx::jit(f)(fx::ones({3})); }}) {
     CHECK_THROWS_WITH_AS(run(indices), Contains("[where] the number of indices depends on the values of bool[3]"),
                          fx::ConcretizationError);
-    CHECK_THROWS_WITH_AS(run(indices), Contains("Use the three-argument fx::where(cond, a, b), or fx::nonzero(cond, size)"),
+    CHECK_THROWS_WITH_AS(run(indices),
+                         Contains("Use the three-argument fx::where(cond, a, b), or fx::nonzero(cond, size)"),
                          fx::ConcretizationError);
   }
 }
@@ -237,7 +240,9 @@ TEST_CASE("remainder is floored like numpy and fmod truncated like C, for every 
   // numpy: exact multiples give a zero of the divisor's sign; -1 % inf = inf; x % 0 = nan.
   std::vector<double> floored{1.5, 0.5, -0.5, -1.5, 0.0, -0.0, kNan, kInf, -1.0, kNan, kNan};
   std::vector<double> truncated{1.5, -1.5, 1.5, -1.5, -0.0, 0.0, kNan, -1.0, -1.0, kNan, kNan};
-  auto both = [](const fx::Tensor& p, const fx::Tensor& q) { return std::make_pair(fx::remainder(p, q), fx::fmod(p, q)); };
+  auto both = [](const fx::Tensor& p, const fx::Tensor& q) {
+    return std::make_pair(fx::remainder(p, q), fx::fmod(p, q));
+  };
   for (const auto& [r, f] : {both(a, b), fx::jit(both)(a, b), fx::vmap(both)(a, b)}) {
     CHECK(same(vals(r), floored));
     CHECK(same(vals(f), truncated));
@@ -305,7 +310,8 @@ TEST_CASE("jacfwd, jacrev and jacobian take argnums: one gives one block, severa
   check([](auto&&... p) { return fx::jacrev(p...); });
   check([](auto&&... p) { return fx::jacobian(p...); });
   CHECK_THROWS_WITH_AS(fx::jacrev(f, fx::argnums<2>)(a, b),
-                       Contains("[jacrev] argnums 2 is out of range for a function called with 2 argument(s)"), fx::Error);
+                       Contains("[jacrev] argnums 2 is out of range for a function called with 2 argument(s)"),
+                       fx::Error);
 }
 
 TEST_CASE("hessian takes argnums: the blocks d2f / d(ai) d(aj), rows per argument, like jacfwd(jacrev)") {
@@ -328,8 +334,10 @@ TEST_CASE("hessian takes argnums: the blocks d2f / d(ai) d(aj), rows per argumen
 TEST_CASE("vmap: in_axes entries nest like the pytree argument (tuple, pair, map, struct, vector)") {
   fx::Tensor xs = fx::reshape(fx::astype(fx::arange(6), fx::f64), {2, 3});  // mapped along axis 0
   fx::Tensor w = fx::tensor({1.0, 10.0, 100.0});                            // shared
-  fx::Tensor zs = fx::tensor({{1.0, 2.0}});                                  // mapped along axis 1
-  auto f = [](const std::pair<fx::Tensor, fx::Tensor>& p, const fx::Tensor& z) { return fx::sum(p.first * p.second) + z; };
+  fx::Tensor zs = fx::tensor({{1.0, 2.0}});                                 // mapped along axis 1
+  auto f = [](const std::pair<fx::Tensor, fx::Tensor>& p, const fx::Tensor& z) {
+    return fx::sum(p.first * p.second) + z;
+  };
   fx::Tensor out = fx::vmap(f, fx::in_axes(std::make_tuple(0, fx::none), 1))(std::make_pair(xs, w), zs);
   CHECK(vals(out) == std::vector<double>{211, 545});
   CHECK(vals(fx::jit(fx::vmap(f, fx::in_axes(std::make_pair(0, fx::none), -1)))(std::make_pair(xs, w), zs)) ==
@@ -371,7 +379,8 @@ TEST_CASE("vmap: in_axes that do not match the argument's structure name the arg
                        Contains("[vmap] in_axes entry for argument 0 has 3 entries but the std::pair has 2 elements"),
                        fx::Error);
   CHECK_THROWS_WITH_AS(fx::vmap(f, fx::in_axes(0, std::make_tuple(0)))(args, fx::ones({2})),
-                       Contains("[vmap] in_axes entry for argument 1 is a container but the value is a Tensor"), fx::Error);
+                       Contains("[vmap] in_axes entry for argument 1 is a container but the value is a Tensor"),
+                       fx::Error);
   auto g = [](const std::map<std::string, fx::Tensor>& m) { return m.at("x"); };
   std::map<std::string, fx::Tensor> m{{"x", fx::ones({2})}};
   CHECK_THROWS_WITH_AS(fx::vmap(g, fx::in_axes(std::map<std::string, int>{{"y", 0}}))(m),

@@ -106,8 +106,8 @@ TEST_CASE("checkpoint: pytrees, static arguments, closures over traced values an
       auto in = [&](const Tensor& a) { return use_ck ? fx::checkpoint(inner)(a) : inner(a); };
       auto body = [&](const Tensor& a) {
         Tensor b = in(fx::sin(a));
-        return fx::cond(fx::sum(b) > 100.0, [](const Tensor& c) { return c; }, [](const Tensor& c) { return fx::exp(c); },
-                        in(b));
+        return fx::cond(
+            fx::sum(b) > 100.0, [](const Tensor& c) { return c; }, [](const Tensor& c) { return fx::exp(c); }, in(b));
       };
       return fx::sum(use_ck ? fx::checkpoint(body)(v) : body(v));
     };
@@ -133,9 +133,9 @@ TEST_CASE("checkpoint: the linear Jaxpr stores the inputs, and the backward pass
   CHECK(ck->equations.size() == 1);
   // Staged grad: the forward checkpoint computes the primal only (no cosines); the backward one
   // recomputes the sines from x, then the cosines and the cotangents.
-  fx::Jaxpr g = fx::make_jaxpr(fx::grad([](const Tensor& v) { return fx::sum(fx::checkpoint([](const Tensor& u) {
-                                  return fx::sin(fx::sin(fx::sin(u)));
-                                })(v)); }))(x);
+  fx::Jaxpr g = fx::make_jaxpr(fx::grad([](const Tensor& v) {
+    return fx::sum(fx::checkpoint([](const Tensor& u) { return fx::sin(fx::sin(fx::sin(u))); })(v));
+  }))(x);
   fx::typecheck(g);
   REQUIRE(count_equations(g, "checkpoint") == 2);
   std::vector<std::string> calls;  // in order: the forward call, then the backward one
@@ -180,8 +180,8 @@ TEST_CASE("checkpoint: peak live memory of grad drops on a 64-step chain of a 1M
   const size_t peak_plain = peak_of(plain, g_plain);
   const size_t peak_ck = peak_of(checkpointed, g_ck);
   std::cout << "[checkpoint] grad peak live bytes over a 64-step chain of f32[" << n << "]: plain " << peak_plain
-            << ", 8 checkpointed segments " << peak_ck << " (" << static_cast<double>(peak_ck) / static_cast<double>(peak_plain)
-            << "x)\n";
+            << ", 8 checkpointed segments " << peak_ck << " ("
+            << static_cast<double>(peak_ck) / static_cast<double>(peak_plain) << "x)\n";
   // Plain stores one f32[n] residual per step; checkpointed stores the 8 segment inputs plus one
   // segment's recomputed residuals at a time.
   CHECK(peak_plain >= static_cast<size_t>(kSteps) * static_cast<size_t>(n) * 4);

@@ -24,7 +24,7 @@ using Dims = std::vector<int64_t>;
 namespace {
 
 constexpr fx::cpu::ProductThresholds T = fx::cpu::kProductThresholds;
-const ProductOptions kAll{true, true, true};       // both libraries, zero rows skipped
+const ProductOptions kAll{true, true, true};  // both libraries, zero rows skipped
 const ProductOptions kNoLibraries{false, false, true};
 
 ProductLayout matrices(bool ta = false, bool tb = false, int64_t batch = 1) {
@@ -267,7 +267,8 @@ void check_dispatch(ProductPath want, int64_t batch, int64_t m, int64_t n, int64
   }
   // The choice the dispatcher makes for the planned matrices (tiny ones: checked below).
   if (want != ProductPath::tiny) {
-    const ProductChoice got = fx::cpu::choose_product(m, n, k, dtype, fx::cpu::kernel_threads(), matrices(ta, tb, batch));
+    const ProductChoice got =
+        fx::cpu::choose_product(m, n, k, dtype, fx::cpu::kernel_threads(), matrices(ta, tb, batch));
     CHECK(name(got.path) == name(want));
   }
   std::vector<E> a(static_cast<size_t>(batch * m * k)), b(static_cast<size_t>(batch * k * n));
@@ -276,13 +277,14 @@ void check_dispatch(ProductPath want, int64_t batch, int64_t m, int64_t n, int64
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = static_cast<E>(std::is_integral_v<E> ? int64_t(i % 5) - 2 : std::cos(0.11 * double(i)));
   // Rows of zeros in b (the panels skip them where op(a) is finite).
-  for (int64_t i = 0; i < std::min<int64_t>(static_cast<int64_t>(b.size()), 3 * n); ++i) b[static_cast<size_t>(i)] = E(0);
+  for (int64_t i = 0; i < std::min<int64_t>(static_cast<int64_t>(b.size()), 3 * n); ++i)
+    b[static_cast<size_t>(i)] = E(0);
   std::vector<E> want_out(static_cast<size_t>(batch * m * n)), out(want_out.size(), E(-7));
   fx::reference::dot_general(a.data(), ls, b.data(), rs, contract, batch_pairs, want_out.data());
   using Acc = fx::cpu::gemm_detail::Acc<E>;
-  const bool tiny = fx::cpu::gemm_detail::tiny_dot_general(
-      reinterpret_cast<const Acc*>(a.data()), ls, reinterpret_cast<const Acc*>(b.data()), rs, contract, batch_pairs,
-      reinterpret_cast<Acc*>(out.data()));
+  const bool tiny = fx::cpu::gemm_detail::tiny_dot_general(reinterpret_cast<const Acc*>(a.data()), ls,
+                                                           reinterpret_cast<const Acc*>(b.data()), rs, contract,
+                                                           batch_pairs, reinterpret_cast<Acc*>(out.data()));
   CHECK(tiny == (want == ProductPath::tiny));
   fx::cpu::dot_general(a.data(), ls, b.data(), rs, contract, batch_pairs, out.data());
   fx::set_num_threads(before);
@@ -311,7 +313,8 @@ void check_strided_and_tile(ProductPath want, bool tile, int64_t m, int64_t n, i
   fx::set_num_threads(threads);
   // a stored k x (m + 3), read transposed; b stored k x (n + 5); c with rows n + 2 wide.
   const int64_t lda = m + 3, ldb = n + 5, ldc = n + 2;
-  std::vector<double> a(static_cast<size_t>(k * lda)), b(static_cast<size_t>(k * ldb)), c(static_cast<size_t>(m * ldc), -7.0);
+  std::vector<double> a(static_cast<size_t>(k * lda)), b(static_cast<size_t>(k * ldb)),
+      c(static_cast<size_t>(m * ldc), -7.0);
   for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37 * double(i));
   for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11 * double(i));
   ProductLayout layout = source(tile ? ProductSource::tile : ProductSource::strided);

@@ -60,13 +60,15 @@ TEST_CASE("scan: gradient of an RK4 damped pendulum's final state matches centra
 TEST_CASE("while_loop: reverse mode with max_steps; a clear error without") {
   // x -> x * 1.5 until it exceeds 10 (3 steps from 2): d/dx = 1.5^3.
   auto f = [](const Tensor& x, fx::MaxSteps steps) {
-    return fx::while_loop([](const Tensor& v) { return v < 10.0; }, [](const Tensor& v) { return v * 1.5 + fx::sin(v) * 0.0; }, x,
-                          steps);
+    return fx::while_loop([](const Tensor& v) { return v < 10.0; },
+                          [](const Tensor& v) { return v * 1.5 + fx::sin(v) * 0.0; }, x, steps);
   };
   Tensor x = fx::scalar<double>(2.0);
   Tensor g = fx::grad([&](const Tensor& v) { return f(v, fx::max_steps(8)); })(x);
   CHECK(num(g) == doctest::Approx(std::pow(1.5, 4)).epsilon(1e-12));  // 2 -> 3 -> 4.5 -> 6.75 -> 10.125
-  Tensor fwd = fx::jvp([&](const Tensor& v) { return f(v, fx::MaxSteps{}); }, std::make_tuple(x), std::make_tuple(fx::scalar<double>(1.0))).second;
+  Tensor fwd = fx::jvp([&](const Tensor& v) { return f(v, fx::MaxSteps{}); }, std::make_tuple(x),
+                       std::make_tuple(fx::scalar<double>(1.0)))
+                   .second;
   CHECK(num(fwd) == doctest::Approx(std::pow(1.5, 4)).epsilon(1e-12));
   try {
     fx::grad([&](const Tensor& v) { return f(v, fx::MaxSteps{}); })(x);
@@ -77,9 +79,10 @@ TEST_CASE("while_loop: reverse mode with max_steps; a clear error without") {
   CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
   // A gradient through a loop state that depends on a closed-over parameter.
   auto h = [](const Tensor& a) {
-    auto st = fx::while_loop([](const std::pair<Tensor, Tensor>& s) { return s.first < 4.0; },
-                             [a](const std::pair<Tensor, Tensor>& s) { return std::make_pair(s.first + 1.0, s.second * a); },
-                             std::make_pair(fx::scalar<double>(0.0), fx::scalar<double>(1.0)), fx::max_steps(10));
+    auto st =
+        fx::while_loop([](const std::pair<Tensor, Tensor>& s) { return s.first < 4.0; },
+                       [a](const std::pair<Tensor, Tensor>& s) { return std::make_pair(s.first + 1.0, s.second * a); },
+                       std::make_pair(fx::scalar<double>(0.0), fx::scalar<double>(1.0)), fx::max_steps(10));
     return st.second;  // a^4
   };
   CHECK(num(fx::grad(h)(fx::scalar<double>(1.3))) == doctest::Approx(4 * std::pow(1.3, 3)).epsilon(1e-12));
@@ -87,7 +90,8 @@ TEST_CASE("while_loop: reverse mode with max_steps; a clear error without") {
 
 TEST_CASE("vmap: cond with a batched predicate and while_loop with per-lane trip counts equal a loop") {
   auto piecewise = [](const Tensor& x) {
-    return fx::cond(x > 0.0, [](const Tensor& v) { return fx::sqrt(v); }, [](const Tensor& v) { return v * v; }, x);
+    return fx::cond(
+        x > 0.0, [](const Tensor& v) { return fx::sqrt(v); }, [](const Tensor& v) { return v * v; }, x);
   };
   Tensor xs = fx::tensor<double>({-2.0, 4.0, 0.5, -0.5});
   Tensor got = fx::vmap(piecewise)(xs);
@@ -99,7 +103,8 @@ TEST_CASE("vmap: cond with a batched predicate and while_loop with per-lane trip
     auto st = fx::while_loop([](const std::pair<Tensor, Tensor>& s) { return s.first > 1; },
                              [](const std::pair<Tensor, Tensor>& s) {
                                Tensor even = fx::remainder(s.first, fx::scalar<int32_t>(2)) == 0;
-                               return std::make_pair(fx::astype(fx::where(even, s.first / 2, s.first * 3 + 1), fx::i32), s.second + 1);
+                               return std::make_pair(fx::astype(fx::where(even, s.first / 2, s.first * 3 + 1), fx::i32),
+                                                     s.second + 1);
                              },
                              std::make_pair(n, fx::scalar<int32_t>(0)));
     return st.second;
@@ -119,12 +124,14 @@ TEST_CASE("vmap: cond with a batched predicate and while_loop with per-lane trip
 
 TEST_CASE("jit: cond, while_loop, scan and fori_loop; grad of jit and jit of grad") {
   auto f = [](const Tensor& x) {
-    Tensor y = fx::cond(fx::sum(x) > 0.0, [](const Tensor& v) { return fx::sin(v); }, [](const Tensor& v) { return fx::cos(v); }, x);
-    Tensor z = fx::fori_loop(0, 3, [](const Tensor& i, const Tensor& c) { return c * 0.5 + fx::astype(i, fx::f64); }, y);
+    Tensor y = fx::cond(
+        fx::sum(x) > 0.0, [](const Tensor& v) { return fx::sin(v); }, [](const Tensor& v) { return fx::cos(v); }, x);
+    Tensor z = fx::fori_loop(
+        0, 3, [](const Tensor& i, const Tensor& c) { return c * 0.5 + fx::astype(i, fx::f64); }, y);
     auto [c, ys] = fx::scan([](const Tensor& c, const Tensor& v) { return std::make_pair(c + v * c, fx::tanh(c)); },
                             fx::scalar<double>(1.0), z);
-    Tensor w = fx::while_loop([](const Tensor& v) { return fx::sum(v) < 5.0; }, [](const Tensor& v) { return v * 1.3 + 0.1; }, z,
-                              fx::max_steps(20));
+    Tensor w = fx::while_loop([](const Tensor& v) { return fx::sum(v) < 5.0; },
+                              [](const Tensor& v) { return v * 1.3 + 0.1; }, z, fx::max_steps(20));
     return fx::sum(ys) + c + fx::sum(w);
   };
   Tensor x = fx::tensor<double>({0.3, -0.1, 0.7});
@@ -135,7 +142,8 @@ TEST_CASE("jit: cond, while_loop, scan and fori_loop; grad of jit and jit of gra
   CHECK(fx::testing::compare_tensors(fx::grad(fx::jit(f))(x), g).empty());
   CHECK(fx::testing::compare_tensors(fx::hessian(fx::jit(f))(x), fx::hessian(f)(x)).empty());
   auto no_loops = [](const Tensor& v) {
-    return fx::sum(fx::cond(fx::sum(v) > 0.0, [](const Tensor& u) { return fx::sin(u); }, [](const Tensor& u) { return fx::cos(u); }, v));
+    return fx::sum(fx::cond(
+        fx::sum(v) > 0.0, [](const Tensor& u) { return fx::sin(u); }, [](const Tensor& u) { return fx::cos(u); }, v));
   };
   CHECK(fx::testing::compare_tensors(fx::grad(fx::jit(no_loops))(x), fx::grad(no_loops)(x)).empty());
   CHECK(fx::testing::compare_tensors(fx::jit(fx::grad(f))(x), g).empty());
@@ -149,7 +157,8 @@ TEST_CASE("jit: cond, while_loop, scan and fori_loop; grad of jit and jit of gra
   }
   // fori_loop with traced bounds lowers to while_loop.
   auto tri = fx::jit([](const Tensor& n) {
-    return fx::fori_loop(fx::scalar<int32_t>(0), n, [](const Tensor& i, const Tensor& c) { return c + i; }, fx::scalar<int32_t>(0));
+    return fx::fori_loop(
+        fx::scalar<int32_t>(0), n, [](const Tensor& i, const Tensor& c) { return c + i; }, fx::scalar<int32_t>(0));
   });
   CHECK(tri(fx::scalar<int32_t>(5)).item<int32_t>() == 10);
 }
@@ -157,14 +166,20 @@ TEST_CASE("jit: cond, while_loop, scan and fori_loop; grad of jit and jit of gra
 TEST_CASE("control flow: a throw inside a branch or loop body during tracing leaves no broken state") {
   bool fail = true;
   auto f = [&fail](const Tensor& x) {
-    Tensor a = fx::cond(x > 0.0, [&fail](const Tensor& v) {
-      if (fail) throw std::runtime_error("boom");
-      return v * 2.0;
-    }, [](const Tensor& v) { return -v; }, x);
-    return fx::scan([&fail](const Tensor& c, const Tensor& v) {
-      if (fail) throw std::runtime_error("boom");
-      return std::make_pair(c + v, c);
-    }, a, fx::ones({3}, fx::f64)).first;
+    Tensor a = fx::cond(
+        x > 0.0,
+        [&fail](const Tensor& v) {
+          if (fail) throw std::runtime_error("boom");
+          return v * 2.0;
+        },
+        [](const Tensor& v) { return -v; }, x);
+    return fx::scan(
+               [&fail](const Tensor& c, const Tensor& v) {
+                 if (fail) throw std::runtime_error("boom");
+                 return std::make_pair(c + v, c);
+               },
+               a, fx::ones({3}, fx::f64))
+        .first;
   };
   auto jf = fx::jit(f);
   CHECK_THROWS_AS(jf(fx::scalar<double>(1.0)), std::runtime_error);
@@ -183,8 +198,8 @@ namespace {
 
 // A scan whose body's outputs alias its inputs: carries 0 and 1 are swapped, (c0, c1, c2) ->
 // (c1, c0, next), and the ys pass a carry and the x slice through; w is a captured const.
-std::vector<Tensor> aliasing_scan(const Tensor& w, const Tensor& c0, const Tensor& c1, const Tensor& c2, const Tensor& xs,
-                                  bool rev) {
+std::vector<Tensor> aliasing_scan(const Tensor& w, const Tensor& c0, const Tensor& c1, const Tensor& c2,
+                                  const Tensor& xs, bool rev) {
   using Carry = std::tuple<Tensor, Tensor, Tensor>;
   auto body = [w](const Carry& c, const Tensor& x) {
     const auto& [a, b, acc] = c;
@@ -193,8 +208,8 @@ std::vector<Tensor> aliasing_scan(const Tensor& w, const Tensor& c0, const Tenso
   };
   Carry init{c0, c1, c2};
   auto [carry, ys] = rev ? fx::scan(body, init, xs, fx::reverse) : fx::scan(body, init, xs);
-  return {std::get<0>(carry), std::get<1>(carry), std::get<2>(carry), std::get<0>(ys), std::get<1>(ys),
-          std::get<2>(ys)};
+  return {std::get<0>(carry), std::get<1>(carry), std::get<2>(carry),
+          std::get<0>(ys),    std::get<1>(ys),    std::get<2>(ys)};
 }
 
 }  // namespace
@@ -286,31 +301,56 @@ TEST_CASE("control flow: static leaves of a branch's or loop carry's pytree must
   using P = std::pair<Tensor, int>;
   const Tensor one = fx::scalar(1.0);
   // Equal static leaves pass through, from whichever branch runs.
-  P same = fx::cond(fx::scalar(true), [](const Tensor& v) { return P{v * 2.0, 7}; },
-                    [](const Tensor& v) { return P{v, 7}; }, one);
+  P same = fx::cond(
+      fx::scalar(true),
+      [](const Tensor& v) {
+        return P{v * 2.0, 7};
+      },
+      [](const Tensor& v) {
+        return P{v, 7};
+      },
+      one);
   CHECK(same.second == 7);
   CHECK(num(same.first) == 2.0);
   // Different ones are refused (before: the first traced branch's value came back for either).
   auto branches = [&] {
-    return fx::cond(fx::scalar(true), [](const Tensor& v) { return P{v, 1}; }, [](const Tensor& v) { return P{v, 2}; },
-                    one);
+    return fx::cond(
+        fx::scalar(true),
+        [](const Tensor& v) {
+          return P{v, 1};
+        },
+        [](const Tensor& v) {
+          return P{v, 2};
+        },
+        one);
   };
   CHECK(fx::testing::message_of<fx::ShapeError>(branches).find("[cond] the branches return pytrees of different "
-                                                              "structures") != std::string::npos);
-  std::vector<std::function<P(const Tensor&)>> fns{[](const Tensor& v) { return P{v, 1}; },
-                                                   [](const Tensor& v) { return P{v, 2}; }};
-  CHECK(fx::testing::message_of<fx::ShapeError>([&] { fx::switch_(fx::scalar<int32_t>(1), fns, one); })
-            .find("[switch_]") != std::string::npos);
+                                                               "structures") != std::string::npos);
+  std::vector<std::function<P(const Tensor&)>> fns{[](const Tensor& v) {
+                                                     return P{v, 1};
+                                                   },
+                                                   [](const Tensor& v) {
+                                                     return P{v, 2};
+                                                   }};
+  CHECK(fx::testing::message_of<fx::ShapeError>([&] {
+          fx::switch_(fx::scalar<int32_t>(1), fns, one);
+        }).find("[switch_]") != std::string::npos);
   // A loop carry's static leaf is part of its structure (before: the body's change was dropped).
   auto counting = [&] {
     return fx::while_loop([](const P& c) { return c.first < 3.0; },
-                          [](const P& c) { return P{c.first + 1.0, c.second + 1}; }, P{one, 0});
+                          [](const P& c) {
+                            return P{c.first + 1.0, c.second + 1};
+                          },
+                          P{one, 0});
   };
   CHECK(fx::testing::message_of<fx::ShapeError>(counting).find("[while_loop] body_fn returns a carry whose structure "
                                                                "differs from init's") != std::string::npos);
   auto scanning = [&] {
-    return fx::scan([](const P& c, const Tensor& x) { return std::make_pair(P{c.first + x, c.second + 1}, x); },
-                    P{one, 0}, fx::ones({3}));
+    return fx::scan(
+        [](const P& c, const Tensor& x) {
+          return std::make_pair(P{c.first + x, c.second + 1}, x);
+        },
+        P{one, 0}, fx::ones({3}));
   };
   CHECK(fx::testing::message_of<fx::ShapeError>(scanning).find("[scan] f returns a carry") != std::string::npos);
   CHECK(&fx::current_interpreter() == &fx::eval_interpreter());

@@ -30,8 +30,7 @@ bool agree(const std::vector<double>& got, const std::vector<double>& want) {
 
 /// f's values on each element of xs three ways: f per element eagerly, jit(f) per element, and
 /// vmap(f) over xs. All three must give `want`.
-template <class F>
-void check_three_ways(F f, const fx::Tensor& xs, const std::vector<double>& want) {
+template <class F> void check_three_ways(F f, const fx::Tensor& xs, const std::vector<double>& want) {
   std::vector<double> eager, jitted;
   auto jf = fx::jit(f);
   for (int64_t i = 0; i < xs.shape()[0]; ++i) {
@@ -49,7 +48,9 @@ void check_three_ways(F f, const fx::Tensor& xs, const std::vector<double>& want
 TEST_CASE("convention: abs'(0) is 0 (JAX: 1), eager, jit and vmap") {
   check_three_ways(fx::grad([](const fx::Tensor& x) { return fx::abs(x); }), fx::tensor({-2.0, 0.0, -0.0, 3.0}),
                    {-1, 0, 0, 1});
-  auto jvp_at = [](const fx::Tensor& x) { return fx::jvp([](const fx::Tensor& v) { return fx::abs(v); }, x, fx::ones_like(x)).second; };
+  auto jvp_at = [](const fx::Tensor& x) {
+    return fx::jvp([](const fx::Tensor& v) { return fx::abs(v); }, x, fx::ones_like(x)).second;
+  };
   check_three_ways(jvp_at, fx::tensor({0.0}), {0});
 }
 

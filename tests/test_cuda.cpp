@@ -15,9 +15,7 @@ namespace {
 std::string device_error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const fx::DeviceError& e) {
-    return e.what();
-  }
+  } catch (const fx::DeviceError& e) { return e.what(); }
   return "(no DeviceError)";
 }
 

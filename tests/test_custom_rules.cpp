@@ -31,7 +31,9 @@ auto doubled_sin() {
 std::atomic<int> bwd_calls{0};
 auto clip_gradient() {
   return fx::custom_vjp([](const Tensor& x) { return x; },
-                        [](const Tensor& x) { return std::pair<Tensor, std::tuple<>>{x, {}}; },
+                        [](const Tensor& x) {
+                          return std::pair<Tensor, std::tuple<>>{x, {}};
+                        },
                         [](const std::tuple<>&, const Tensor& ct) {
                           ++bwd_calls;
                           return fx::clip(ct, -1.0, 1.0);
@@ -41,7 +43,9 @@ auto clip_gradient() {
 // x³ with its true vjp from a saved residual (x²).
 auto cube() {
   return fx::custom_vjp([](const Tensor& x) { return x * x * x; },
-                        [](const Tensor& x) { return std::pair<Tensor, Tensor>{x * x * x, x * x}; },
+                        [](const Tensor& x) {
+                          return std::pair<Tensor, Tensor>{x * x * x, x * x};
+                        },
                         [](const Tensor& x2, const Tensor& ct) { return ct * x2 * 3.0; });
 }
 
@@ -141,13 +145,18 @@ TEST_CASE("custom_vjp: pytree residuals and several arguments; argument unbatche
   CHECK(compare_tensors(per_example(w, xs), per_example_plain(w, xs)).empty());
   // Gradient of a batched sum in the unbatched w: bwd's batched cotangents are summed.
   auto batched_loss = [&](const Tensor& a) { return fx::sum(fx::vmap(m, fx::in_axes(fx::none, 0))(a, xs)); };
-  auto batched_plain = [&](const Tensor& a) { return fx::sum(fx::vmap([](const Tensor& p, const Tensor& q) { return fx::matmul(p, q); }, fx::in_axes(fx::none, 0))(a, xs)); };
+  auto batched_plain = [&](const Tensor& a) {
+    return fx::sum(
+        fx::vmap([](const Tensor& p, const Tensor& q) { return fx::matmul(p, q); }, fx::in_axes(fx::none, 0))(a, xs));
+  };
   CHECK(compare_tensors(fx::grad(batched_loss)(w), fx::grad(batched_plain)(w)).empty());
 }
 
 TEST_CASE("custom rules: bad rules and closures give clear errors; tracing failures leave no state") {
   auto wrong = fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
-                              [](const Tensor& x) { return std::pair<Tensor, Tensor>{fx::sin(x), x}; },
+                              [](const Tensor& x) {
+                                return std::pair<Tensor, Tensor>{fx::sin(x), x};
+                              },
                               [](const Tensor&, const Tensor&) { return fx::zeros({2}, fx::f64); });
   std::string msg = fx::testing::message_of<fx::ShapeError>(
       [&] { fx::grad([&](const Tensor& v) { return fx::sum(wrong(v)); })(fx::ones({3}, fx::f64)); });
@@ -276,16 +285,16 @@ namespace {
 
 /// sin with a custom vjp whose residuals are `save(x)` (any pytree, its type deduced from fwd's
 /// `std::pair{out, residuals}`) and whose bwd reads cos x back with `cos_of(residuals)`.
-template <class Save, class CosOf>
-auto sin_saving(Save save, CosOf cos_of) {
+template <class Save, class CosOf> auto sin_saving(Save save, CosOf cos_of) {
   return fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
-                        [save](const Tensor& x) { return std::pair{fx::sin(x), save(x)}; },
+                        [save](const Tensor& x) {
+                          return std::pair{fx::sin(x), save(x)};
+                        },
                         [cos_of](const auto& residuals, const Tensor& ct) { return ct * cos_of(residuals); });
 }
 
 /// grad, jit(grad) and vmap(grad) of sum(f(x)) are cos x.
-template <class F>
-void check_sin_gradients(const F& f) {
+template <class F> void check_sin_gradients(const F& f) {
   auto loss = [f](const Tensor& v) { return fx::sum(f(v)); };
   Tensor x = fx::tensor<double>({0.3, -1.1, 2.0});
   CHECK(compare_tensors(fx::grad(loss)(x), fx::cos(x)).empty());
@@ -304,21 +313,35 @@ TEST_CASE("custom_vjp: fwd's residuals are any pytree, deduced from std::pair{ou
     check_sin_gradients(sin_saving([](const Tensor& x) { return fx::cos(x); }, [](const Tensor& c) { return c; }));
   }
   SUBCASE("a tuple and a pair with a static int") {
-    check_sin_gradients(sin_saving([](const Tensor& x) { return std::tuple{x, fx::cos(x)}; },
-                                   [](const std::tuple<Tensor, Tensor>& r) { return std::get<1>(r); }));
-    check_sin_gradients(sin_saving([](const Tensor& x) { return std::pair{fx::cos(x), 3}; },
-                                   [](const std::pair<Tensor, int>& r) { return r.first * kept(r.second, 3); }));
+    check_sin_gradients(sin_saving(
+        [](const Tensor& x) {
+          return std::tuple{x, fx::cos(x)};
+        },
+        [](const std::tuple<Tensor, Tensor>& r) { return std::get<1>(r); }));
+    check_sin_gradients(sin_saving(
+        [](const Tensor& x) {
+          return std::pair{fx::cos(x), 3};
+        },
+        [](const std::pair<Tensor, int>& r) { return r.first * kept(r.second, 3); }));
   }
   SUBCASE("a vector and a map") {
-    check_sin_gradients(sin_saving([](const Tensor& x) { return std::vector{x, fx::cos(x)}; },
-                                   [](const std::vector<Tensor>& r) { return r.at(1); }));
     check_sin_gradients(sin_saving(
-        [](const Tensor& x) { return std::map<std::string, Tensor>{{"cos", fx::cos(x)}, {"x", x}}; },
+        [](const Tensor& x) {
+          return std::vector{x, fx::cos(x)};
+        },
+        [](const std::vector<Tensor>& r) { return r.at(1); }));
+    check_sin_gradients(sin_saving(
+        [](const Tensor& x) {
+          return std::map<std::string, Tensor>{{"cos", fx::cos(x)}, {"x", x}};
+        },
         [](const std::map<std::string, Tensor>& r) { return r.at("cos"); }));
   }
   SUBCASE("a Hana struct with a static member") {
-    check_sin_gradients(sin_saving([](const Tensor& x) { return SinResiduals{fx::cos(x), x, 7}; },
-                                   [](const SinResiduals& r) { return r.cos_x * kept(r.tag, 7); }));
+    check_sin_gradients(sin_saving(
+        [](const Tensor& x) {
+          return SinResiduals{fx::cos(x), x, 7};
+        },
+        [](const SinResiduals& r) { return r.cos_x * kept(r.tag, 7); }));
   }
   SUBCASE("nested containers with static ints mixed in") {
     check_sin_gradients(sin_saving(
@@ -336,11 +359,12 @@ TEST_CASE("custom_vjp: fwd's residuals are any pytree, deduced from std::pair{ou
     check_sin_gradients(fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
                                        [](const Tensor& x) { return std::make_tuple(fx::sin(x), fx::cos(x)); },
                                        [](const Tensor& c, const Tensor& ct) { return ct * c; }));
-    check_sin_gradients(fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
-                                       [](const Tensor& x) { return std::pair{fx::sin(x), std::tie(x)}; },
-                                       [](const std::tuple<Tensor>& r, const Tensor& ct) {
-                                         return ct * fx::cos(std::get<0>(r));
-                                       }));
+    check_sin_gradients(
+        fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },
+                       [](const Tensor& x) {
+                         return std::pair{fx::sin(x), std::tie(x)};
+                       },
+                       [](const std::tuple<Tensor>& r, const Tensor& ct) { return ct * fx::cos(std::get<0>(r)); }));
   }
   SUBCASE("no residuals, and a fwd returning std::make_pair") {
     auto f = fx::custom_vjp([](const Tensor& x) { return fx::sin(x); },

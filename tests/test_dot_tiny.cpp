@@ -75,8 +75,7 @@ std::vector<Case> layouts(const Dims& pair, int64_t lfree, int64_t rfree) {
   return out;
 }
 
-template <class T>
-std::vector<T> values(int64_t n, int seed) {
+template <class T> std::vector<T> values(int64_t n, int seed) {
   std::vector<T> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t k = (i * 7 + seed * 13) % 11 - 5;
@@ -89,8 +88,7 @@ std::vector<T> values(int64_t n, int seed) {
 /// Runs `c` through the tiny path, the general path and the reference; checks that the tiny path
 /// is taken exactly within its limits and then agrees with both. Returns whether it was taken.
 /// Integer values are large so that products wrap.
-template <class T>
-bool check_case(const Case& c) {
+template <class T> bool check_case(const Case& c) {
   using A = fx::cpu::gemm_detail::Acc<T>;
   const fx::AxisPair batch;
   Dims out_shape;
@@ -134,14 +132,18 @@ bool check_case(const Case& c) {
   return true;
 }
 
-template <class T>
-void check_all_layouts() {
+template <class T> void check_all_layouts() {
   int cases = 0, tiny = 0;
   // Typical sizes, sizes 1, the largest tiny dim, products just within and beyond kTinyWork,
   // and empty free or contracting dims.
-  for (const auto& [pair, lfree, rfree] : std::vector<std::tuple<Dims, int64_t, int64_t>>{
-           {{4, 3}, 2, 5}, {{1, 1}, 1, 1}, {{8, 8}, 4, 4}, {{4, 4}, 4, 4}, {{16, 16}, 16, 16}, {{16, 2}, 3, 16},
-           {{0, 3}, 2, 2}, {{3, 2}, 0, 4}})
+  for (const auto& [pair, lfree, rfree] : std::vector<std::tuple<Dims, int64_t, int64_t>>{{{4, 3}, 2, 5},
+                                                                                          {{1, 1}, 1, 1},
+                                                                                          {{8, 8}, 4, 4},
+                                                                                          {{4, 4}, 4, 4},
+                                                                                          {{16, 16}, 16, 16},
+                                                                                          {{16, 2}, 3, 16},
+                                                                                          {{0, 3}, 2, 2},
+                                                                                          {{3, 2}, 0, 4}})
     for (const Case& c : layouts(pair, lfree, rfree)) {
       tiny += check_case<T>(c);
       ++cases;
@@ -166,12 +168,12 @@ TEST_CASE("dot_general tiny path: batch dims, rank 3, dims above kTinyDim and la
   CHECK_FALSE(check_case<double>({{2, 3, 4}, {4}, {{2}, {0}}}));
   CHECK_FALSE(check_case<float>({{3}, {big, 2}, {{}, {}}}));
   CHECK_FALSE(check_case<double>({{8, 8}, {8, 8}, {{1}, {0}}}));  // 512 multiply-adds
-  CHECK(check_case<double>({{8, 4}, {4, 8}, {{1}, {0}}}));         // 256
+  CHECK(check_case<double>({{8, 4}, {4, 8}, {{1}, {0}}}));        // 256
   // Batch dims: the tiny path declines even for small operands.
   const std::vector<double> l = values<double>(6, 1), r = values<double>(6, 2);
   std::vector<double> out(2);
-  CHECK_FALSE(fx::cpu::gemm_detail::tiny_dot_general(l.data(), {2, 3}, r.data(), {2, 3}, {{1}, {1}}, {{0}, {0}},
-                                                     out.data()));
+  CHECK_FALSE(
+      fx::cpu::gemm_detail::tiny_dot_general(l.data(), {2, 3}, r.data(), {2, 3}, {{1}, {1}}, {{0}, {0}}, out.data()));
 }
 
 TEST_CASE("dot_general: matmul of small matrices and vectors through the public op") {
@@ -188,8 +190,7 @@ namespace {
 /// The thin-product path (m rows, n and k in [2, 4]) and the short-product path (m and n in
 /// [2, 4], any k) in the layout <TransA, TransB> against the
 /// reference kernel, for every n, k and a few row counts; false once a difference is found.
-template <bool TransA, bool TransB, class T>
-void check_thin_layout() {
+template <bool TransA, bool TransB, class T> void check_thin_layout() {
   // Thin (many rows, k in [2, 4]) and short (m in [2, 4], a long contraction) shapes.
   std::vector<std::pair<int64_t, int64_t>> mk;
   for (int64_t m : {2, 5, 64, 1001})
@@ -206,7 +207,8 @@ void check_thin_layout() {
       fx::reference::dot_general(l.data(), ls, r.data(), rs, contract, {}, ref.data());
       size_t bad = thin.size();
       for (size_t i = 0; i < thin.size() && bad == thin.size(); ++i)
-        if (std::fabs(double(thin[i]) - double(ref[i])) > (sizeof(T) == 4 ? 1e-5 : 1e-13) * (1 + std::fabs(double(ref[i]))))
+        if (std::fabs(double(thin[i]) - double(ref[i])) >
+            (sizeof(T) == 4 ? 1e-5 : 1e-13) * (1 + std::fabs(double(ref[i]))))
           bad = i;
       CHECK_MESSAGE(bad == thin.size(), "m=", m, " n=", n, " k=", k, " TransA=", TransA, " TransB=", TransB,
                     " differs at ", bad);
@@ -220,8 +222,7 @@ namespace {
 /// The register kernels (n up to kRegisterCols, and k or m as small) in the layout
 /// <TransA, TransB> against the reference kernel; the elements after the m x n result (where the
 /// kernels' full-packet row stores would spill) must be left alone.
-template <bool TransA, bool TransB, class T>
-void check_register_layout() {
+template <bool TransA, bool TransB, class T> void check_register_layout() {
   constexpr int64_t most = fx::cpu::gemm_detail::kRegisterCols<T>;
   std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes;  // m, n, k
   for (int64_t n : {2, 3, 5, 8, 9, 10, 15, 16})
@@ -259,7 +260,9 @@ void check_register_layout() {
 
 }  // namespace
 
-TEST_CASE("dot_general register kernels: up to 16 wide products of many rows or long contractions, every layout, equal the reference and write nothing past the result") {
+TEST_CASE(
+    "dot_general register kernels: up to 16 wide products of many rows or long contractions, every layout, equal the "
+    "reference and write nothing past the result") {
   check_register_layout<false, false, double>();
   check_register_layout<false, true, double>();
   check_register_layout<true, false, double>();
@@ -268,7 +271,9 @@ TEST_CASE("dot_general register kernels: up to 16 wide products of many rows or 
   check_register_layout<true, false, float>();
 }
 
-TEST_CASE("dot_general thin and short paths: 2..4 wide products of many rows or long contractions, every layout, equal the reference") {
+TEST_CASE(
+    "dot_general thin and short paths: 2..4 wide products of many rows or long contractions, every layout, equal the "
+    "reference") {
   check_thin_layout<false, false, double>();
   check_thin_layout<false, true, double>();
   check_thin_layout<true, false, double>();
@@ -294,7 +299,9 @@ TEST_CASE("dot_general thin and short paths: 2..4 wide products of many rows or 
   CHECK(got[13] == 18 * 0.5 + 19 * 2 + 20 * 3);
 }
 
-TEST_CASE("threads: OpenBLAS stays on the calling thread; large products on more threads run through Eigen's OpenMP product") {
+TEST_CASE(
+    "threads: OpenBLAS stays on the calling thread; large products on more threads run through Eigen's OpenMP "
+    "product") {
   // One thread pool only: OpenBLAS's workers and OpenMP's team awake together waited for each
   // other's cores (bench W2 at 2 threads took 4.6x its 1-thread time).
   const int before = fx::num_threads();
@@ -330,8 +337,8 @@ struct ProductShape {
 
 /// m x n x k products in every transpose layout through general_dot_general at each thread
 /// count, against the reference kernel (operands: sin and cos ramps); |error| < tol * k.
-template <class T>
-void check_product_layouts(const std::vector<ProductShape>& shapes, std::initializer_list<int> thread_counts, double tol) {
+template <class T> void check_product_layouts(const std::vector<ProductShape>& shapes,
+                                              std::initializer_list<int> thread_counts, double tol) {
   const int before = fx::num_threads();
   for (const ProductShape& s : shapes) {
     for (int ta : {0, 1}) {
@@ -371,20 +378,24 @@ TEST_CASE("threads: large f64 products that are skinny or short run as one slice
   // through the register panels for k <= kPanelMaxK, else Eigen's product on each thread.
   // Skinny with a long contraction (both orientations), short contractions (both), an odd row
   // count that does not split evenly, and one neither skinny nor short (Eigen's parallel product).
-  const std::vector<ProductShape> shapes = {{1000, 32, 800}, {31, 900, 700}, {1001, 300, 20}, {90, 2000, 64}, {333, 333, 129}};
-  for (const ProductShape& s : shapes) REQUIRE(double(s.m) * double(s.n) * double(s.k) >= fx::cpu::gemm_detail::kLargeWork);
+  const std::vector<ProductShape> shapes = {
+      {1000, 32, 800}, {31, 900, 700}, {1001, 300, 20}, {90, 2000, 64}, {333, 333, 129}};
+  for (const ProductShape& s : shapes)
+    REQUIRE(double(s.m) * double(s.n) * double(s.k) >= fx::cpu::gemm_detail::kLargeWork);
   check_product_layouts<double>(shapes, {2, 3, 1}, 1e-12);
 }
 
-TEST_CASE("f64 products on one thread through the register panels: narrow results of short contractions, small results of long ones, every layout") {
+TEST_CASE(
+    "f64 products on one thread through the register panels: narrow results of short contractions, small results of "
+    "long ones, every layout") {
   // strided_gemm on the calling thread: n <= kPanelNarrow with k <= kPanelMaxK (W8's 1000 x d x d
   // per-component products), or also m <= kPanelNarrow with k past kPanelMaxK (its d x d results
   // of 1000-long contractions: k blocks added into c). Partial panels (n not a multiple of 32),
   // row counts that leave 1..5 rows after the 6-row groups, k one past a block, and shapes just
   // outside the rule (n = 65, or m = 65 with a long k) that stay on Eigen.
-  const std::vector<ProductShape> shapes = {{1000, 32, 32}, {1000, 64, 128}, {999, 33, 100}, {32, 32, 1000},
-                                            {5, 40, 300},   {64, 64, 129},   {61, 17, 257}, {200, 65, 64},
-                                            {65, 48, 400}};
+  const std::vector<ProductShape> shapes = {{1000, 32, 32}, {1000, 64, 128}, {999, 33, 100},
+                                            {32, 32, 1000}, {5, 40, 300},    {64, 64, 129},
+                                            {61, 17, 257},  {200, 65, 64},   {65, 48, 400}};
   check_product_layouts<double>(shapes, {1}, 1e-12);
 }
 
@@ -396,7 +407,8 @@ TEST_CASE("threads: batches of small products that are large together are split 
   struct Shape {
     int64_t batch, m, n, k;
   };
-  const Shape shapes[] = {{40, 200, 32, 24}, {7, 300, 300, 9}, {4000, 64, 1, 64}, {3000, 40, 40, 1}, {300000, 1, 1, 20}};
+  const Shape shapes[] = {
+      {40, 200, 32, 24}, {7, 300, 300, 9}, {4000, 64, 1, 64}, {3000, 40, 40, 1}, {300000, 1, 1, 20}};
   for (const Shape& s : shapes) {
     REQUIRE(double(s.m) * double(s.n) * double(s.k) < kLargeWork);
     REQUIRE(double(s.batch) * double(s.m) * double(s.n) * double(s.k) >= kLargeWork);
@@ -466,8 +478,10 @@ TEST_CASE("threads: large matrix-vector products are split by slices of the resu
           CAPTURE(mat_transposed);
           CAPTURE(bytes);
           std::vector<T> a(static_cast<size_t>(m * k)), x(static_cast<size_t>(k));
-          for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(std::is_integral_v<T> ? int64_t(i * 7919 % 23) - 11 : std::sin(0.37 * double(i)));
-          for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(std::is_integral_v<T> ? int64_t(i % 5) - 2 : std::cos(0.11 * double(i)));
+          for (size_t i = 0; i < a.size(); ++i)
+            a[i] = static_cast<T>(std::is_integral_v<T> ? int64_t(i * 7919 % 23) - 11 : std::sin(0.37 * double(i)));
+          for (size_t i = 0; i < x.size(); ++i)
+            x[i] = static_cast<T>(std::is_integral_v<T> ? int64_t(i % 5) - 2 : std::cos(0.11 * double(i)));
           const T* l = lhs_is_vector ? x.data() : a.data();
           const T* r = lhs_is_vector ? a.data() : x.data();
           std::vector<T> want(static_cast<size_t>(m));
@@ -498,7 +512,8 @@ TEST_CASE("f32 products through oneDNN (when linked): every transpose pair, 1 an
   // sgemm: its 'N'/'T' flags and leading dims must mean what ours do. (Leading dims wider than
   // the rows: the tiled products of test_jit, whose tiles write into wider rows.)
   // 48^3 is just above kDnnlWork, 160 x 160 x 170 is "large" (num_threads() threads), 16^3 stays on Eigen.
-  static_assert(48.0 * 48 * 48 >= fx::cpu::kProductThresholds.dnnl_work && 16.0 * 16 * 16 < fx::cpu::kProductThresholds.dnnl_work);
+  static_assert(48.0 * 48 * 48 >= fx::cpu::kProductThresholds.dnnl_work &&
+                16.0 * 16 * 16 < fx::cpu::kProductThresholds.dnnl_work);
   check_product_layouts<float>({{48, 48, 48}, {37, 90, 41}, {160, 160, 170}, {16, 16, 16}}, {2, 1}, 1e-5);
 }
 
@@ -507,8 +522,7 @@ namespace {
 /// product_tile on f64 (panel_product up to kPanelMaxK, Eigen's product above) in the layout
 /// <TransA, TransB>: tiles [r0, r1) x [c0, c1) of an m x n x k product written into a buffer with
 /// wider rows equal the reference's, and the buffer's other elements are left alone.
-template <bool TransA, bool TransB>
-void check_product_tiles() {
+template <bool TransA, bool TransB> void check_product_tiles() {
   constexpr int64_t kPanelMaxK = fx::cpu::kProductThresholds.panel_max_k;
   struct Shape {
     int64_t m, n, k;
@@ -516,7 +530,12 @@ void check_product_tiles() {
   // Row counts around the register block's rows, column counts around a panel's 32 (AVX-512),
   // contractions of 1, odd ones, kPanelMaxK and one above it (Eigen's product), more rows than
   // one block of rows.
-  const Shape shapes[] = {{1, 1, 1}, {13, 33, 7}, {143, 95, 64}, {25, 64, kPanelMaxK}, {11, 40, kPanelMaxK + 1}, {7, 5, 3},
+  const Shape shapes[] = {{1, 1, 1},
+                          {13, 33, 7},
+                          {143, 95, 64},
+                          {25, 64, kPanelMaxK},
+                          {11, 40, kPanelMaxK + 1},
+                          {7, 5, 3},
                           {fx::cpu::gemm_detail::kPanelRowBlock + 17, 40, 9}};
   for (const Shape& s : shapes) {
     const Dims ls = TransA ? Dims{s.k, s.m} : Dims{s.m, s.k}, rs = TransB ? Dims{s.n, s.k} : Dims{s.k, s.n};
@@ -547,15 +566,17 @@ void check_product_tiles() {
         }
       for (size_t i = static_cast<size_t>(rows * ld); i < got.size() && bad.empty(); ++i)
         if (got[i] != -99.0) bad = "past the tile";
-      CHECK_MESSAGE(bad.empty(), "m=", s.m, " n=", s.n, " k=", s.k, " tile rows ", t[0], "..", t[1], " columns ", t[2], "..",
-                    t[3], " TransA=", TransA, " TransB=", TransB, ": ", bad);
+      CHECK_MESSAGE(bad.empty(), "m=", s.m, " n=", s.n, " k=", s.k, " tile rows ", t[0], "..", t[1], " columns ", t[2],
+                    "..", t[3], " TransA=", TransA, " TransB=", TransB, ": ", bad);
     }
   }
 }
 
 }  // namespace
 
-TEST_CASE("f64 product tiles through the register panels: every layout, tiles inside wider rows, k up to and past kPanelMaxK") {
+TEST_CASE(
+    "f64 product tiles through the register panels: every layout, tiles inside wider rows, k up to and past "
+    "kPanelMaxK") {
   check_product_tiles<false, false>();
   check_product_tiles<false, true>();
   check_product_tiles<true, false>();
@@ -568,8 +589,7 @@ namespace {
 /// skips): W8's upper-triangular blocks, zero leading and trailing rows, an all-zero op(b); then
 /// inf and NaN in op(a)'s columns that meet only zero rows of op(b), where the product must be NaN
 /// (0 inf), as the reference's is.
-template <bool TransA, bool TransB>
-void check_zero_row_panels() {
+template <bool TransA, bool TransB> void check_zero_row_panels() {
   const int64_t m = 50, n = 70, k = 64;  // 70 columns: two whole panels and a partial one
   auto op_b = [&](int pattern, int64_t l, int64_t j) {
     const double v = 0.25 + 0.001 * static_cast<double>((l * 7 + j * 3) % 11);
@@ -582,28 +602,35 @@ void check_zero_row_panels() {
   for (int pattern = 0; pattern < 3; ++pattern)
     for (bool poison : {false, true}) {
       std::vector<double> a = values<double>(m * k, 7), b(static_cast<size_t>(k * n));
-      auto a_at = [&](int64_t i, int64_t l) -> double& { return a[static_cast<size_t>(TransA ? l * m + i : i * k + l)]; };
+      auto a_at = [&](int64_t i, int64_t l) -> double& {
+        return a[static_cast<size_t>(TransA ? l * m + i : i * k + l)];
+      };
       for (int64_t l = 0; l < k; ++l)
         for (int64_t j = 0; j < n; ++j) b[static_cast<size_t>(TransB ? j * k + l : l * n + j)] = op_b(pattern, l, j);
       if (poison) a_at(3, 60) = INFINITY, a_at(7, 61) = NAN;  // rows 60, 61 of op(b): zero in patterns 1 and 2
       const Dims ls = TransA ? Dims{k, m} : Dims{m, k}, rs = TransB ? Dims{n, k} : Dims{k, n};
       std::vector<double> want(static_cast<size_t>(m * n)), got(want.size(), -99.0);
       fx::reference::dot_general(a.data(), ls, b.data(), rs, {{TransA ? 0 : 1}, {TransB ? 1 : 0}}, {}, want.data());
-      fx::cpu::gemm_detail::panel_product<TransA, TransB>(a.data(), TransA ? m : k, b.data(), TransB ? k : n, got.data(),
-                                                          n, m, n, k);
+      fx::cpu::gemm_detail::panel_product<TransA, TransB>(a.data(), TransA ? m : k, b.data(), TransB ? k : n,
+                                                          got.data(), n, m, n, k);
       std::string bad;
       for (size_t e = 0; e < got.size() && bad.empty(); ++e) {
-        const bool same = std::isnan(want[e]) ? std::isnan(got[e]) : std::fabs(got[e] - want[e]) <= 1e-13 * (1 + std::fabs(want[e]));
-        if (!same) bad = "element " + std::to_string(e) + ": " + std::to_string(got[e]) + " for " + std::to_string(want[e]);
+        const bool same =
+            std::isnan(want[e]) ? std::isnan(got[e]) : std::fabs(got[e] - want[e]) <= 1e-13 * (1 + std::fabs(want[e]));
+        if (!same)
+          bad = "element " + std::to_string(e) + ": " + std::to_string(got[e]) + " for " + std::to_string(want[e]);
       }
       if (poison && pattern > 0) CHECK(std::isnan(want[3 * n]));  // the case checks what it means to
-      CHECK_MESSAGE(bad.empty(), "pattern ", pattern, " poison ", poison, " TransA=", TransA, " TransB=", TransB, ": ", bad);
+      CHECK_MESSAGE(bad.empty(), "pattern ", pattern, " poison ", poison, " TransA=", TransA, " TransB=", TransB, ": ",
+                    bad);
     }
 }
 
 }  // namespace
 
-TEST_CASE("f64 register panels skip op(b)'s zero end rows: triangular blocks, zero ends, all zero, every layout, NaN from 0 inf kept") {
+TEST_CASE(
+    "f64 register panels skip op(b)'s zero end rows: triangular blocks, zero ends, all zero, every layout, NaN from 0 "
+    "inf kept") {
   check_zero_row_panels<false, false>();
   check_zero_row_panels<false, true>();
   check_zero_row_panels<true, false>();

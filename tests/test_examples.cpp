@@ -82,7 +82,9 @@ TEST_CASE("example: the Hessian of an MLP's mean-squared error w.r.t. a Hana str
   // And the gradient (one row of information) matches a central difference along v.
   auto g = fx::grad(loss)(params);
   double eps = 1e-6;
-  auto shifted = [&](double h) { return fx::tree_map([&](const fx::Tensor& p, const fx::Tensor& d) { return p + d * h; }, params, v); };
+  auto shifted = [&](double h) {
+    return fx::tree_map([&](const fx::Tensor& p, const fx::Tensor& d) { return p + d * h; }, params, v);
+  };
   double fd = (loss(shifted(eps)).item<double>() - loss(shifted(-eps)).item<double>()) / (2 * eps);
   double dot = 0;
   std::vector<double> gf = flat(g);
@@ -95,8 +97,8 @@ TEST_CASE("example: per-sample gradients of a classifier with vmap(grad(loss), i
   fx::Tensor xs = fx::reshape(fx::sin(fx::linspace(0.0, 9.0, 24)), {6, 4});
   fx::Tensor labels = fx::tensor({0, 2, 1, 1, 0, 2});
   auto loss = [](const Mlp& p, const fx::Tensor& x, const fx::Tensor& label) {
-    fx::Tensor logits = forward(p, fx::expand_dims(x, 0));                  // [1, 3]
-    fx::Tensor onehot = fx::astype(fx::arange(3) == label, fx::f64);       // [3]
+    fx::Tensor logits = forward(p, fx::expand_dims(x, 0));            // [1, 3]
+    fx::Tensor onehot = fx::astype(fx::arange(3) == label, fx::f64);  // [3]
     return -fx::sum(fx::log_softmax(logits, -1) * onehot);
   };
   Mlp per_sample = fx::vmap(fx::grad(loss), fx::in_axes(fx::none, 0, 0))(params, xs, labels);

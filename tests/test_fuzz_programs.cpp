@@ -71,7 +71,8 @@ struct PlantedBug {
 
 }  // namespace
 
-TEST_CASE("fuzz: random programs agree eager/jit, vmap/loop, jvp/finite differences, jvp/vjp, jacfwd/jacrev, grad/jit") {
+TEST_CASE(
+    "fuzz: random programs agree eager/jit, vmap/loop, jvp/finite differences, jvp/vjp, jacfwd/jacrev, grad/jit") {
   int64_t programs = env_int("FLUXION_FUZZ_PROGRAMS", kDefaultPrograms);
   uint64_t seed = static_cast<uint64_t>(env_int("FLUXION_FUZZ_SEED", 28));
   fz::GenOptions options;

@@ -18,8 +18,7 @@ namespace {
 // Largest |got - want| / (Σ_n |x[n,a] s[n] x[n,b]|) over the entries: the error relative to the
 // magnitude of the terms summed (a GEMM's error bound is proportional to it). Each entry is
 // computed in long double from the inputs as stored.
-template <class T>
-double worst_scaled_error(const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor& got) {
+template <class T> double worst_scaled_error(const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor& got) {
   const int64_t n = x.shape()[0], d = x.shape()[1];
   const std::vector<T> xv = x.to_vector<T>(), sv = s.to_vector<T>(), g = got.to_vector<T>();
   double worst = 0;
@@ -40,8 +39,7 @@ double worst_scaled_error(const fx::Tensor& x, const fx::Tensor& s, const fx::Te
 }
 
 // Entries (a, b) with out[a, b] != out[b, a] (bitwise, so NaN counts too).
-template <class T>
-int64_t asymmetric_entries(const fx::Tensor& out) {
+template <class T> int64_t asymmetric_entries(const fx::Tensor& out) {
   const int64_t d = out.shape()[0];
   const std::vector<T> g = out.to_vector<T>();
   int64_t bad = 0;
@@ -51,8 +49,7 @@ int64_t asymmetric_entries(const fx::Tensor& out) {
   return bad;
 }
 
-template <class T>
-void check_kernel(fx::DType dt) {
+template <class T> void check_kernel(fx::DType dt) {
   const double eps = std::numeric_limits<T>::epsilon();
   uint64_t seed = 4200;
   for (int64_t d : {1, 2, 7, 64, 65, 200, 333, 1000})
@@ -72,9 +69,13 @@ void check_kernel(fx::DType dt) {
 
 }  // namespace
 
-TEST_CASE("gram: the CPU kernel equals a long-double sum and is exactly symmetric, f64") { check_kernel<double>(fx::f64); }
+TEST_CASE("gram: the CPU kernel equals a long-double sum and is exactly symmetric, f64") {
+  check_kernel<double>(fx::f64);
+}
 
-TEST_CASE("gram: the CPU kernel equals a long-double sum and is exactly symmetric, f32") { check_kernel<float>(fx::f32); }
+TEST_CASE("gram: the CPU kernel equals a long-double sum and is exactly symmetric, f32") {
+  check_kernel<float>(fx::f32);
+}
 
 TEST_CASE("gram: size-0 dims give zeros [D, D] or an empty [0, 0]") {
   fx::Tensor z = fx::lax::gram(fx::ones({0, 3}), fx::ones({0}));

@@ -32,9 +32,7 @@ TEST_CASE("make_jaxpr: inputs are numbered in argument order and static argument
 TEST_CASE("make_jaxpr: captured arrays become constants, captured scalars literals") {
   fx::Tensor w = fx::tensor({1.0f, 2.0f});
   fx::Tensor s = fx::scalar(3.0f);
-  auto j = fx::make_jaxpr([&](const fx::Tensor& a) {
-    return std::make_tuple(lax::sin(w), a, s);
-  })(fx::tensor({0.f}));
+  auto j = fx::make_jaxpr([&](const fx::Tensor& a) { return std::make_tuple(lax::sin(w), a, s); })(fx::tensor({0.f}));
   CHECK(str(j) ==
         "{ lambda a:f32[2] ; b:f32[1]. let\n"
         "    c:f32[2] = sin a\n"
@@ -104,7 +102,9 @@ TEST_CASE("eval_jaxpr: replays eagerly and checks input avals") {
   fx::Tensor x = fx::tensor({0.25, -3.0});
   auto out = fx::eval_jaxpr(j, {x});
   CHECK(out[0].to_vector<double>() == lax::tanh(lax::sin(x)).to_vector<double>());
-  CHECK(message_of<fx::ShapeError>([&] { fx::eval_jaxpr(j, {fx::tensor({1.0f, 2.0f})}); }) ==
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::eval_jaxpr(j, {fx::tensor({1.0f, 2.0f})});
+        }) ==
         "[eval_jaxpr] input 0 is f32[2] but the Jaxpr expects f64[2]. Pass inputs with the traced shapes and dtypes.");
   CHECK_THROWS_AS(fx::eval_jaxpr(j, {}), fx::Error);
 }

@@ -20,10 +20,10 @@
 #include "runtime/executable.hpp"
 
 namespace fx = fluxion;
+using alloc_count::steady_allocations;
 using fluxion::testing::compare_tensors;
 using fluxion::testing::message_of;
 using fluxion::testing::random_tensor;
-using alloc_count::steady_allocations;
 
 using namespace jit_test;
 
@@ -39,7 +39,7 @@ TEST_CASE("jit: same values as eager, traced once per signature") {
   f(random_tensor({3, 4}, fx::f32, 3), y);
   CHECK(traces == 1);
   CHECK(f.cache_size() == 1);
-  f(random_tensor({5}, fx::f32, 1), random_tensor({5}, fx::f32, 2));  // new shape: retrace
+  f(random_tensor({5}, fx::f32, 1), random_tensor({5}, fx::f32, 2));        // new shape: retrace
   f(random_tensor({3, 4}, fx::f64, 1), random_tensor({3, 4}, fx::f64, 2));  // new dtype: retrace
   CHECK(traces == 3);
   CHECK(f.cache_size() == 3);
@@ -167,7 +167,6 @@ TEST_CASE("jit: steady-state calls of jit(grad(f)) allocate nothing") {
   CHECK(val(dy) == doctest::Approx(std::sin(0.5) - 0.25 / (1.5 * 1.5)));
 }
 
-
 TEST_CASE("jit: movement kernels (slice, pad, transpose, concatenate, broadcasts) allocate nothing per call") {
   // Their strides and box dims live in cpu::SmallVector: bench W7's Rosenbrock Hessians made 32-37
   // allocations a call in std::vector temporaries before.
@@ -184,9 +183,9 @@ TEST_CASE("jit: movement kernels (slice, pad, transpose, concatenate, broadcasts
     check_close(h(x), fx::hessian(rosenbrock)(x));
   }
   auto moves = [](const fx::Tensor& x) {
-    fx::Tensor c = fx::concatenate({x, fx::slice(x, {0, 1}, {3, 3})}, 1);      // [3, 6]
-    fx::Tensor t = fx::transpose(c, {1, 0});                                     // [6, 3]
-    return fx::lax::pad(t, fx::scalar(0.0), {1, 0}, {0, 2}, {0, 1}) + 1.0;      // [7, 7]
+    fx::Tensor c = fx::concatenate({x, fx::slice(x, {0, 1}, {3, 3})}, 1);   // [3, 6]
+    fx::Tensor t = fx::transpose(c, {1, 0});                                // [6, 3]
+    return fx::lax::pad(t, fx::scalar(0.0), {1, 0}, {0, 2}, {0, 1}) + 1.0;  // [7, 7]
   };
   auto m = fx::jit(moves);
   fx::Tensor x = random_tensor({3, 4}, fx::f64, 41);
@@ -194,13 +193,15 @@ TEST_CASE("jit: movement kernels (slice, pad, transpose, concatenate, broadcasts
   check_close(m(x), moves(x));
 }
 
-TEST_CASE("jit: products with permuted operands, interleaved reductions, gathers and views of arguments allocate nothing per call") {
+TEST_CASE(
+    "jit: products with permuted operands, interleaved reductions, gathers and views of arguments allocate nothing per "
+    "call") {
   // dot_general's layout planning and operand copies, a reduction over interleaved axes, the
   // clamped indices of gather / scatter_add (the GMM gradient) and the views that reshape an
   // argument (rebound each call) all ran through std::vector or make_shared before.
   auto f = [](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& idx) {
     fx::Tensor p = fx::lax::dot_general(a, b, {{0, 2}, {2, 0}}, {{}, {}});  // [4, 5]: a permuted copy
-    fx::Tensor r = fx::sum(fx::reshape(a, {3, 2, 4}) * 2.0, {0, 2});          // interleaved axes
+    fx::Tensor r = fx::sum(fx::reshape(a, {3, 2, 4}) * 2.0, {0, 2});        // interleaved axes
     return fx::sum(fx::take(p, idx, 1)) + fx::sum(r);
   };
   fx::Tensor a = random_tensor({3, 4, 2}, fx::f64, 42), b = random_tensor({2, 5, 3}, fx::f64, 43);
@@ -282,7 +283,9 @@ TEST_CASE("jit: a lone large elementwise operation is split over the threads as 
   // With several threads, an operation alone in its group with 2^16+ elements (W5's final adds of
   // two weight gradients) runs as a fused step, whose blocks go to every thread; on one thread,
   // and below that size, it stays a kernel. Values equal eager either way, a scalar operand too.
-  auto f = [](const fx::Tensor& x, const fx::Tensor& y) { return fx::lax::dot_general(x, y, {{1}, {0}}, {{}, {}}) + y; };
+  auto f = [](const fx::Tensor& x, const fx::Tensor& y) {
+    return fx::lax::dot_general(x, y, {{1}, {0}}, {{}, {}}) + y;
+  };
   auto g = [](const fx::Tensor& x, const fx::Tensor& y) { return x * 0.5 + y; };
   const int before = fx::num_threads();
   for (int threads : {1, 2}) {
@@ -307,8 +310,7 @@ TEST_CASE("jit: independent products run side by side on the threads, one thread
   // (with every thread); a product reading one of them (p . e) waits for the run; two small
   // products (2^20 multiply-adds, each on one thread anyway) side by side. u = tanh(x) dies in the
   // run while q and r are written: their storage must not be u's. On 1 thread nothing changes.
-  auto f = [](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& a, const fx::Tensor& b,
-              const fx::Tensor& e) {
+  auto f = [](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& e) {
     fx::Tensor u = fx::tanh(x);
     fx::Tensor p = fx::lax::dot_general(u, a, {{1}, {0}}, {{}, {}});
     fx::Tensor q = fx::lax::dot_general(w, b, {{1}, {0}}, {{}, {}});

@@ -131,7 +131,7 @@ TEST_CASE("jit cache: vectors of other lengths and nested containers are other s
   CHECK(val(g(Nested{{"pos", {{two, 2}, {two, 3}}}})) == 12.0);
   CHECK(val(g(Nested{{"pos", {{two, 2}, {two, 1}}}})) == 6.0);     // a static leaf differs
   CHECK(val(g(Nested{{"neg", {{two, 2}, {two, 3}}}})) == -12.0);   // a key differs
-  CHECK(val(g(Nested{{"pos", {{two, 2}}}})) == 4.0);                // a length differs
+  CHECK(val(g(Nested{{"pos", {{two, 2}}}})) == 4.0);               // a length differs
   CHECK(val(g(Nested{{"pos", {{two, 2}}}, {"neg", {}}})) == 4.0);  // an empty entry
   CHECK(val(g(Nested{{"pos", {{two, 2}, {two, 3}}}})) == 12.0);
   CHECK(nested_traces == 5);
@@ -140,14 +140,14 @@ TEST_CASE("jit cache: vectors of other lengths and nested containers are other s
 TEST_CASE("jit cache: static int, double, enum and string arguments, alone and inside pytrees") {
   int traces = 0;
   using T = std::tuple<Tensor, double, Activation, std::string>;
-  auto f = fx::jit([&traces](const Tensor& x, int n, double scale, Activation act, const std::string& name,
-                             const T& t) {
-    ++traces;
-    Tensor r = power(x, n) * scale + std::get<0>(t) * std::get<1>(t);
-    if (act == Activation::negate) r = -r;
-    if (std::get<2>(t) == Activation::negate) r = -r;
-    return name == std::get<3>(t) ? r : r * 0.0;
-  });
+  auto f =
+      fx::jit([&traces](const Tensor& x, int n, double scale, Activation act, const std::string& name, const T& t) {
+        ++traces;
+        Tensor r = power(x, n) * scale + std::get<0>(t) * std::get<1>(t);
+        if (act == Activation::negate) r = -r;
+        if (std::get<2>(t) == Activation::negate) r = -r;
+        return name == std::get<3>(t) ? r : r * 0.0;
+      });
   Tensor x = fx::scalar(2.0);
   const auto id = Activation::identity, neg = Activation::negate;
   const std::string a = "a", b = "b";
@@ -293,8 +293,7 @@ TEST_CASE("pytrees: ints inside a pytree are static leaves, passed through every
   Tensor xs = fx::tensor({{1.0, 2.0}, {3.0, 4.0}});
   check_close(fx::vmap(f)(P{xs, 2}), fx::tensor({5.0, 25.0}));
   check_close(fx::vmap(fx::grad(f))(P{xs, 2}).first, 2.0 * xs);
-  check_close(fx::jvp(f, std::make_tuple(P{x, 2}), std::make_tuple(P{fx::ones_like(x), 0})).second,
-              fx::scalar(6.0));
+  check_close(fx::jvp(f, std::make_tuple(P{x, 2}), std::make_tuple(P{fx::ones_like(x), 0})).second, fx::scalar(6.0));
   auto [y, pullback] = fx::vjp(f, P{x, 2});
   check_close(y, fx::scalar(5.0));
   check_close(std::get<0>(pullback(fx::scalar(1.0))).first, 2.0 * x);

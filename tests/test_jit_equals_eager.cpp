@@ -63,8 +63,10 @@ std::string bit_difference(const fx::Tensor& got, const fx::Tensor& want) {
 /// that is not.
 std::string within_bound(const fx::Tensor& got, const fx::Tensor& want, const fx::Tensor& magnitude, int64_t terms) {
   if (got.aval() != want.aval()) return "avals differ";
-  const double eps = want.dtype() == fx::f32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
-  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>(), m = magnitude.to_vector<double>();
+  const double eps =
+      want.dtype() == fx::f32 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>(),
+                            m = magnitude.to_vector<double>();
   for (size_t i = 0; i < g.size(); ++i) {
     const double bound = 2.0 * static_cast<double>(terms) * eps * m[i];
     if ((std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i]) continue;
@@ -88,9 +90,8 @@ std::vector<double> special_values(fx::DType dt) {
   const double normal = f32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
   const double big = f32 ? 3e19 : 3e154;  // its square overflows
   const double inf = std::numeric_limits<double>::infinity();
-  return {0.0,   -0.0,       inf,         -inf,        std::nan(""), tiny,      -3 * tiny, normal,
-          max,   -max,       max / 2,     big,         -big,         1e12 + 1,  -1e12,     1e8 + 1,
-          1.0,   -1.0,       0.5,         3.0,         -2.5,         0.1};
+  return {0.0, -0.0, inf,      -inf,  std::nan(""), tiny, -3 * tiny, normal, max, -max, max / 2,
+          big, -big, 1e12 + 1, -1e12, 1e8 + 1,      1.0,  -1.0,      0.5,    3.0, -2.5, 0.1};
 }
 
 /// A tensor of `shape` whose element i is special value number (i + 5 j + 3 (i / k) j) mod k for
@@ -99,7 +100,8 @@ fx::Tensor special_tensor(const fx::Shape& shape, fx::DType dt, int64_t j) {
   const std::vector<double> v = special_values(dt);
   const int64_t k = static_cast<int64_t>(v.size()), n = shape.num_elements();
   std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = v[static_cast<size_t>((i + 5 * j + 3 * (i / k) * j) % k)];
+  for (int64_t i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = v[static_cast<size_t>((i + 5 * j + 3 * (i / k) * j) % k)];
   return fx::astype(fx::from_vector(out, shape), dt);
 }
 
@@ -122,9 +124,7 @@ struct Outcome {
 Outcome run(const std::function<Vec(const Vec&)>& f, const Vec& inputs) {
   try {
     return {f(inputs), ""};
-  } catch (const std::exception& e) {
-    return {{}, e.what()};
-  }
+  } catch (const std::exception& e) { return {{}, e.what()}; }
 }
 
 }  // namespace
@@ -214,7 +214,8 @@ const std::vector<Chain>& chains() {
       {"x/s - y*s", [](O o) { return o.x / o.s - o.y * o.s; }},
       {"x*y*z*s", [](O o) { return o.x * o.y * o.z * o.s; }},
       {"sigmoid(x)*y - z", [](O o) { return fx::sigmoid(o.x) * o.y - o.z; }},
-      {"f32 <-> f64 conversions", [](O o) {
+      {"f32 <-> f64 conversions",
+       [](O o) {
          const fx::DType other = o.x.dtype() == fx::f32 ? fx::f64 : fx::f32;
          return fx::astype(fx::astype(o.x, other) * fx::astype(o.y, other), o.x.dtype()) + o.z;
        }},
@@ -225,7 +226,7 @@ const std::vector<Chain>& chains() {
 /// The chains' shapes: single elements, scalar tails and vector bodies (7, 16, 33 elements),
 /// one block and one register tile (1000), and groups split over the threads (70000).
 const std::vector<fx::Shape>& chain_shapes() {
-  static const std::vector<fx::Shape> s{fx::Shape{1, 1}, fx::Shape{1, 7},   fx::Shape{16, 1},
+  static const std::vector<fx::Shape> s{fx::Shape{1, 1},  fx::Shape{1, 7},   fx::Shape{16, 1},
                                         fx::Shape{3, 11}, fx::Shape{40, 25}, fx::Shape{70, 1000}};
   return s;
 }
@@ -233,7 +234,7 @@ const std::vector<fx::Shape>& chain_shapes() {
 /// Operands of `shape` made of special values (rank 0: the value 0.75).
 Operands special_operands(const fx::Shape& shape, fx::DType dt) {
   const int64_t r = shape[0], c = shape[1];
-  return {special_tensor(shape, dt, 0), special_tensor(shape, dt, 1), special_tensor(shape, dt, 2),
+  return {special_tensor(shape, dt, 0), special_tensor(shape, dt, 1),        special_tensor(shape, dt, 2),
           fx::full({}, 0.75, dt),       special_tensor(fx::Shape{c}, dt, 3), special_tensor(fx::Shape{r}, dt, 4)};
 }
 
@@ -279,10 +280,10 @@ TEST_CASE("jit equals eager: every unary primitive in a fused group, on special 
   // register programs for the ops with a tile form, groups split over threads).
   using Fn = fx::Tensor (*)(const fx::Tensor&);
   const std::vector<std::pair<const char*, Fn>> ops{
-      {"exp", fx::lax::exp},     {"log", fx::lax::log},           {"log1p", fx::lax::log1p}, {"expm1", fx::lax::expm1},
-      {"sqrt", fx::lax::sqrt},   {"rsqrt", fx::lax::rsqrt},       {"tanh", fx::lax::tanh},   {"logistic", fx::lax::logistic},
-      {"sin", fx::lax::sin},     {"cos", fx::lax::cos},           {"tan", fx::lax::tan},     {"floor", fx::lax::floor},
-      {"ceil", fx::lax::ceil},   {"round", fx::lax::round},       {"abs", fx::lax::abs},     {"sign", fx::lax::sign},
+      {"exp", fx::lax::exp},   {"log", fx::lax::log},     {"log1p", fx::lax::log1p}, {"expm1", fx::lax::expm1},
+      {"sqrt", fx::lax::sqrt}, {"rsqrt", fx::lax::rsqrt}, {"tanh", fx::lax::tanh},   {"logistic", fx::lax::logistic},
+      {"sin", fx::lax::sin},   {"cos", fx::lax::cos},     {"tan", fx::lax::tan},     {"floor", fx::lax::floor},
+      {"ceil", fx::lax::ceil}, {"round", fx::lax::round}, {"abs", fx::lax::abs},     {"sign", fx::lax::sign},
       {"neg", fx::lax::neg}};
   for (fx::DType dt : {fx::f32, fx::f64}) {
     for (const fx::Shape& shape : chain_shapes()) {
@@ -314,13 +315,18 @@ namespace {
 Operands sum_operands(const fx::Shape& shape, fx::DType dt, uint64_t seed) {
   auto make = [&](const fx::Shape& sh, uint64_t k) {
     std::vector<double> v = random_tensor(sh, fx::f64, seed + k).to_vector<double>();
-    const double tiny = dt == fx::f32 ? std::numeric_limits<float>::denorm_min() : std::numeric_limits<double>::denorm_min();
+    const double tiny =
+        dt == fx::f32 ? std::numeric_limits<float>::denorm_min() : std::numeric_limits<double>::denorm_min();
     const double special[] = {0.0, -0.0, tiny, -tiny, 1e8 + 1, -1e8};
     for (size_t i = 0; i < v.size(); i += 3) v[i] = special[(i / 3 + k) % 6];
     if (v.size() > 40) v[7 + k] = k % 2 ? -INFINITY : INFINITY, v[29 + k] = std::nan("");
     return fx::astype(fx::from_vector(v, sh), dt);
   };
-  return {make(shape, 0), make(shape, 1), make(shape, 2), fx::full({}, 0.75, dt), make(fx::Shape{shape[1]}, 3),
+  return {make(shape, 0),
+          make(shape, 1),
+          make(shape, 2),
+          fx::full({}, 0.75, dt),
+          make(fx::Shape{shape[1]}, 3),
           make(fx::Shape{shape[0]}, 4)};
 }
 
@@ -428,7 +434,8 @@ fx::Tensor abs64(const fx::Tensor& t) { return fx::abs(fx::astype(t, fx::f64)); 
 
 }  // namespace
 
-TEST_CASE("jit equals eager, rewrites: a product of differences of broadcast values near 1e12 keeps eager's precision") {
+TEST_CASE(
+    "jit equals eager, rewrites: a product of differences of broadcast values near 1e12 keeps eager's precision") {
   // Issue 28: dot(broadcast(a) - broadcast(b), W) was rewritten as a ⊗ sum(W) - broadcast(b·W),
   // two products of magnitude 1e12 |W| cancelling to the result (relative error 9e-3 at 1e12;
   // bench W8's centred points x_i - mu_k are such a difference).
@@ -437,9 +444,11 @@ TEST_CASE("jit equals eager, rewrites: a product of differences of broadcast val
       if (dt == fx::f32 && center > 1e8) continue;  // f32 differences near 1e12 are all zero
       const int64_t K = 4, n = 50, d = 6, m = 5;
       auto centred = [](const Vec& v) { return fx::expand_dims(v[0], 0) - fx::expand_dims(v[1], 1); };  // [K, n, d]
-      Case c{"pairwise differences times W", [&](const Vec& v) { return fx::matmul(centred(v), v[2]); },
+      Case c{"pairwise differences times W",
+             [&](const Vec& v) { return fx::matmul(centred(v), v[2]); },
              {near({n, d}, dt, 1, center, 100), near({K, d}, dt, 2, center, 100), random_tensor({d, m}, dt, 3)},
-             [&](const Vec& v) { return fx::matmul(abs64(centred(v)), abs64(v[2])); }, d};
+             [&](const Vec& v) { return fx::matmul(abs64(centred(v)), abs64(v[2])); },
+             d};
       CAPTURE(center);
       check(c);
       // Reduced afterwards as W8 does (a transpose of the product moves into the sum).
@@ -455,7 +464,8 @@ TEST_CASE("jit equals eager, rewrites: a product of differences of broadcast val
   }
 }
 
-TEST_CASE("jit equals eager, rewrites: a broadcast operand's constant contracted dim is summed out only for exact factors") {
+TEST_CASE(
+    "jit equals eager, rewrites: a broadcast operand's constant contracted dim is summed out only for exact factors") {
   // dot(broadcast(v) along k, W) is v Σ_k W: for a constant v = +2^k that is Σ v W in another
   // order; for a runtime v it is not (v = inf with a zero in W: inf where eager is NaN), nor for
   // other constants (they round differently).
@@ -467,14 +477,22 @@ TEST_CASE("jit equals eager, rewrites: a broadcast operand's constant contracted
     fx::Tensor w = random_tensor({k, m}, dt, 5);
     w = fx::where(fx::abs(w) < 0.25, fx::zeros({k, m}, dt), w);  // zeros among non-zero terms
     auto spread = [](const fx::Tensor& x, int64_t kk) { return lax::broadcast_in_dim(x, {x.shape()[0], kk}, {0}); };
-    check({"runtime factor", [&](const Vec& a) { return fx::matmul(spread(a[0], k), a[1]); },
+    check({"runtime factor",
+           [&](const Vec& a) { return fx::matmul(spread(a[0], k), a[1]); },
            {fx::astype(fx::from_vector(v), dt), w},
-           [&](const Vec& a) { return fx::matmul(spread(abs64(a[0]), k), abs64(a[1])); }, k});
+           [&](const Vec& a) { return fx::matmul(spread(abs64(a[0]), k), abs64(a[1])); },
+           k});
     for (double c : {1.0, 0.5, 4.0, 3.0}) {
       CAPTURE(c);
-      check({"constant factor", [&](const Vec& a) { return fx::matmul(fx::full({n, k}, c, dt), a[0]); },
+      check({"constant factor",
+             [&](const Vec& a) {
+               return fx::matmul(fx::full({n, k}, c, dt), a[0]);
+             },
              {near({k, m}, dt, 6, 1e6, 1e6)},
-             [&](const Vec& a) { return fx::matmul(fx::full({n, k}, std::fabs(c), fx::f64), abs64(a[0])); }, k});
+             [&](const Vec& a) {
+               return fx::matmul(fx::full({n, k}, std::fabs(c), fx::f64), abs64(a[0]));
+             },
+             k});
     }
   }
 }
@@ -488,8 +506,8 @@ TEST_CASE("jit equals eager, rewrites: a sum over a product's free dims keeps ea
     // Rows near ±1e12 (alternating signs): the sum over them cancels.
     std::vector<double> signs(static_cast<size_t>(n * k));
     for (size_t i = 0; i < signs.size(); ++i) signs[i] = (i / k) % 2 ? -1.0 : 1.0;
-    const fx::Tensor a = near({n, k}, dt, 7, dt == fx::f32 ? 1e6 : 1e12, 100) *
-                         fx::astype(fx::from_vector(signs, fx::Shape{n, k}), dt);
+    const fx::Tensor a =
+        near({n, k}, dt, 7, dt == fx::f32 ? 1e6 : 1e12, 100) * fx::astype(fx::from_vector(signs, fx::Shape{n, k}), dt);
     const fx::Tensor b = random_tensor({k, m}, dt, 8);
     auto f = [](const Vec& v) { return fx::sum(fx::matmul(v[0], v[1]), {0}); };
     auto magnitude = [](const Vec& v) { return fx::sum(fx::matmul(abs64(v[0]), abs64(v[1])), {0}); };
@@ -498,9 +516,11 @@ TEST_CASE("jit equals eager, rewrites: a sum over a product's free dims keeps ea
     bv[0] = inf;
     std::vector<double> av = random_tensor({n, k}, fx::f64, 9).to_vector<double>();
     av[0] = 0.0;  // A[0, 0] B[0, 0] = 0 inf
-    check({"an infinite B times a zero of A", f,
+    check({"an infinite B times a zero of A",
+           f,
            {fx::astype(fx::from_vector(av, fx::Shape{n, k}), dt), fx::astype(fx::from_vector(bv, fx::Shape{k, m}), dt)},
-           magnitude, n * k});
+           magnitude,
+           n * k});
   }
 }
 
@@ -513,10 +533,14 @@ TEST_CASE("jit equals eager, rewrites: a scaled sum keeps eager's values, infini
     const fx::Tensor x = fx::astype(fx::from_vector(std::vector<double>{big, -big, 1.0, -1.0, 2.5}), dt);
     for (double c : {10.0, 0.1, 4.0, 0.25, -2.0}) {
       CAPTURE(c);
-      check({"sum(x * c)", [c](const Vec& v) { return fx::sum(v[0] * c); }, {x},
-             [c](const Vec& v) { return fx::sum(abs64(v[0]) * std::fabs(c)); }, 5});
+      check({"sum(x * c)",
+             [c](const Vec& v) { return fx::sum(v[0] * c); },
+             {x},
+             [c](const Vec& v) { return fx::sum(abs64(v[0]) * std::fabs(c)); },
+             5});
     }
-    const fx::Tensor cancel = fx::astype(fx::from_vector(std::vector<double>{1.0, -1.0, 0.0, -0.0}, fx::Shape{2, 2}), dt);
+    const fx::Tensor cancel =
+        fx::astype(fx::from_vector(std::vector<double>{1.0, -1.0, 0.0, -0.0}, fx::Shape{2, 2}), dt);
     auto f = [](const Vec& v) { return 1.0 / fx::sum(-v[0], {1}); };  // the sign of a zero sum, seen by 1/s
     const Vec in{cancel};
     const std::vector<double> got = fx::jit(f)(in).to_vector<double>(), want = f(in).to_vector<double>();
@@ -532,28 +556,49 @@ TEST_CASE("jit equals eager, rewrites: transposed, batched and symmetric product
   for (fx::DType dt : {fx::f32, fx::f64}) {
     const double center = dt == fx::f32 ? 1e4 : 1e8;
     const fx::Tensor a = near({6, 40}, dt, 10, 0, center), b = near({40, 5}, dt, 11, 0, center);
-    check({"transpose of a product", [](const Vec& v) { return fx::transpose(fx::matmul(v[0], v[1]), {1, 0}); }, {a, b},
-           [](const Vec& v) { return fx::transpose(fx::matmul(abs64(v[0]), abs64(v[1])), {1, 0}); }, 40});
-    check({"transposed operand", [](const Vec& v) { return fx::matmul(fx::transpose(v[0], {1, 0}), v[1]); },
+    check({"transpose of a product",
+           [](const Vec& v) {
+             return fx::transpose(fx::matmul(v[0], v[1]), {1, 0});
+           },
+           {a, b},
+           [](const Vec& v) {
+             return fx::transpose(fx::matmul(abs64(v[0]), abs64(v[1])), {1, 0});
+           },
+           40});
+    check({"transposed operand",
+           [](const Vec& v) {
+             return fx::matmul(fx::transpose(v[0], {1, 0}), v[1]);
+           },
            {fx::transpose(a, {1, 0}), b},
-           [](const Vec& v) { return fx::matmul(fx::transpose(abs64(v[0]), {1, 0}), abs64(v[1])); }, 40});
+           [](const Vec& v) {
+             return fx::matmul(fx::transpose(abs64(v[0]), {1, 0}), abs64(v[1]));
+           },
+           40});
     const fx::Tensor q = near({3, 40, 5}, dt, 12, 0, center);
     auto batched = [](const fx::Tensor& x, const fx::Tensor& y) {
       return lax::dot_general(lax::broadcast_in_dim(x, {3, 6, 40}, {1, 2}), y, {{2}, {1}}, {{0}, {0}});
     };
-    check({"broadcast batch dim, summed", [&](const Vec& v) { return fx::sum(batched(v[0], v[1]), {1}); }, {a, q},
-           [&](const Vec& v) { return fx::sum(batched(abs64(v[0]), abs64(v[1])), {1}); }, 40 * 6});
+    check({"broadcast batch dim, summed",
+           [&](const Vec& v) { return fx::sum(batched(v[0], v[1]), {1}); },
+           {a, q},
+           [&](const Vec& v) { return fx::sum(batched(abs64(v[0]), abs64(v[1])), {1}); },
+           40 * 6});
     // A product of 1 MiB and more read by one fused group is computed tile by tile inside it.
     const fx::Tensor l = near({400, 24}, dt, 15, 0, center), r = near({24, 700}, dt, 16, 0, center);
-    check({"a product computed by tiles", [](const Vec& v) { return fx::matmul(v[0], v[1]) * 2.0 - v[2]; },
+    check({"a product computed by tiles",
+           [](const Vec& v) { return fx::matmul(v[0], v[1]) * 2.0 - v[2]; },
            {l, r, fx::ones({400, 700}, dt)},
-           [](const Vec& v) { return fx::matmul(abs64(v[0]), abs64(v[1])) * 2.0 + 1.0; }, 24});
+           [](const Vec& v) { return fx::matmul(abs64(v[0]), abs64(v[1])) * 2.0 + 1.0; },
+           24});
     const int64_t n = 300, d = 40;
     const fx::Tensor x = near({n, d}, dt, 13, 0, center / 8), s = random_tensor({n}, dt, 14, 0.1, 1);
     auto xsx = [](const fx::Tensor& xx, const fx::Tensor& ss) {
       return fx::matmul(fx::transpose(xx, {1, 0}), xx * fx::expand_dims(ss, 1));
     };
-    check({"x^T diag(s) x", [&](const Vec& v) { return xsx(v[0], v[1]); }, {x, s},
-           [&](const Vec& v) { return xsx(abs64(v[0]), abs64(v[1])); }, n});
+    check({"x^T diag(s) x",
+           [&](const Vec& v) { return xsx(v[0], v[1]); },
+           {x, s},
+           [&](const Vec& v) { return xsx(abs64(v[0]), abs64(v[1])); },
+           n});
   }
 }

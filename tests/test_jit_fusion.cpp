@@ -46,16 +46,16 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
         CAPTURE(n);
         auto f = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& s) {
           fx::Tensor e = fx::exp(-(x * x));
-          fx::Tensor u = fx::tanh(x) * x + e;                      // escapes
-          fx::Tensor v = (y - u) / (y * y + 1.5);                  // accumulator on the right of sub
-          fx::Tensor w = 2.0 - v;                                  // literal on the left
+          fx::Tensor u = fx::tanh(x) * x + e;      // escapes
+          fx::Tensor v = (y - u) / (y * y + 1.5);  // accumulator on the right of sub
+          fx::Tensor w = 2.0 - v;                  // literal on the left
           fx::Tensor z = fx::sqrt(y * y + 1.0);
-          fx::Tensor l = fx::log(z + e) / (1.0 + x * x);           // e read again, divisor in the accumulator
-          fx::Tensor q = s * w - l / s;                            // rank-0 operand, both sides
+          fx::Tensor l = fx::log(z + e) / (1.0 + x * x);  // e read again, divisor in the accumulator
+          fx::Tensor q = s * w - l / s;                   // rank-0 operand, both sides
           fx::Tensor r = e * e;
           fx::Tensor y2 = y * 3.0;
           fx::Tensor sum_y2 = fx::sum(y2);
-          fx::Tensor y3 = y2 - r;                                  // read after the sum
+          fx::Tensor y3 = y2 - r;  // read after the sum
           return std::make_tuple(q, u, fx::sum(q * x), sum_y2, y3);
         };
         fx::Tensor x = random_tensor({n}, dtype, 41), y = random_tensor({n}, dtype, 42);
@@ -84,10 +84,11 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
     fx::Tensor x = random_tensor({4099}, fx::f32, 44);
     auto exe = fx::compile_jaxpr(fx::make_jaxpr(fx::grad(w1))(x), fx::Device::cpu());
     const std::string plan = exe->describe();
-    CHECK_MESSAGE(plan.find("register program of 15 instructions]\n  load x0; nmul acc; exp; mul# x0; store s0; "
-                            "load x0; tanh; store s1; mul acc; sub# c; mul# x0; add# s1; sub s0; sub s0; store x1;\n") !=
-                      std::string::npos,
-                  plan);
+    CHECK_MESSAGE(
+        plan.find("register program of 15 instructions]\n  load x0; nmul acc; exp; mul# x0; store s0; "
+                  "load x0; tanh; store s1; mul acc; sub# c; mul# x0; add# s1; sub s0; sub s0; store x1;\n") !=
+            std::string::npos,
+        plan);
     check_close(fx::jit(fx::grad(w1))(x), fx::grad(w1)(x));
   }
   {
@@ -143,7 +144,8 @@ TEST_CASE("jit: register programs round each product before the add reading it, 
         CHECK_MESSAGE(plan.find(std::string(form) + " ") == std::string::npos, form << " in\n" << plan);
       auto got = fx::jit(f)(x, y, s);
       auto want = f(x, y, s);
-      for (auto [g, w] : {std::make_pair(std::get<0>(got), std::get<0>(want)), std::make_pair(std::get<1>(got), std::get<1>(want))}) {
+      for (auto [g, w] :
+           {std::make_pair(std::get<0>(got), std::get<0>(want)), std::make_pair(std::get<1>(got), std::get<1>(want))}) {
         std::vector<double> gv = g.to_vector<double>(), wv = w.to_vector<double>();
         for (size_t i = 0; i < gv.size(); ++i) {
           if (gv[i] == wv[i] || (std::isnan(gv[i]) && std::isnan(wv[i]))) continue;
@@ -155,7 +157,8 @@ TEST_CASE("jit: register programs round each product before the add reading it, 
     // x y overflowing, z = -inf: x y + z is NaN (inf - inf) in eager mode, and under jit.
     auto fma_form = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& z) { return x * y + z; };
     const double big = dtype == fx::f32 ? 1e30 : 1e300;
-    fx::Tensor x = fx::full({4096}, big, dtype), y = fx::full({4096}, big, dtype), z = fx::full({4096}, -INFINITY, dtype);
+    fx::Tensor x = fx::full({4096}, big, dtype), y = fx::full({4096}, big, dtype),
+               z = fx::full({4096}, -INFINITY, dtype);
     CHECK(std::isnan(fma_form(x, y, z).to_vector<double>()[0]));
     std::vector<double> jitted = fx::jit(fma_form)(x, y, z).to_vector<double>();
     CHECK(std::isnan(jitted[0]));
@@ -187,18 +190,32 @@ TEST_CASE("jit: broadcasts inside fused groups, one value per block row, match e
     std::vector<int64_t> dims;
   };
   const std::vector<Case> cases = {
-      {{3}, {3, 700}, {0}},       {{5}, {5, 2048}, {0}},    {{2000}, {2000, 3}, {0}},
-      {{1}, {1, 5003}, {0}},      {{4}, {4, 3, 700}, {0}},  {{3, 2}, {3, 2, 1365}, {0, 1}},
-      {{8193}, {8193, 1}, {0}},   {{700}, {3, 700}, {1}},
+      {{3}, {3, 700}, {0}},
+      {{5}, {5, 2048}, {0}},
+      {{2000}, {2000, 3}, {0}},
+      {{1}, {1, 5003}, {0}},
+      {{4}, {4, 3, 700}, {0}},
+      {{3, 2}, {3, 2, 1365}, {0, 1}},
+      {{8193}, {8193, 1}, {0}},
+      {{700}, {3, 700}, {1}},
       // Rows repeated along a middle dim (copied from the output, doubling), cycles crossing blocks.
-      {{25, 1, 2}, {25, 1000, 2}, {0, 1, 2}}, {{25, 2}, {25, 1000, 2}, {0, 2}}, {{4, 3}, {4, 700, 3}, {0, 2}},
-      {{2, 5}, {2, 333, 5}, {0, 2}}, {{3, 2}, {3, 50, 7, 2}, {0, 3}}, {{7}, {3, 1100, 7}, {2}},
+      {{25, 1, 2}, {25, 1000, 2}, {0, 1, 2}},
+      {{25, 2}, {25, 1000, 2}, {0, 2}},
+      {{4, 3}, {4, 700, 3}, {0, 2}},
+      {{2, 5}, {2, 333, 5}, {0, 2}},
+      {{3, 2}, {3, 50, 7, 2}, {0, 3}},
+      {{7}, {3, 1100, 7}, {2}},
       // The whole operand repeated along leading dims, longer than a block: blocks inside one
       // repetition read it in place, blocks across two are copied.
-      {{1500}, {5, 1500}, {1}}, {{3000}, {4, 3000}, {1}}, {{2, 1200}, {3, 2, 1200}, {1, 2}},
+      {{1500}, {5, 1500}, {1}},
+      {{3000}, {4, 3000}, {1}},
+      {{2, 1200}, {3, 2, 1200}, {1, 2}},
       // Shorter than a block, in groups of 4096 elements or more: blocks read a replica of the
       // operand repeated to a block's length plus a period, on every thread.
-      {{160}, {1000, 160}, {1}}, {{1023}, {5, 1023}, {1}}, {{3}, {70000, 3}, {1}}, {{2, 10}, {300, 2, 10}, {1, 2}},
+      {{160}, {1000, 160}, {1}},
+      {{1023}, {5, 1023}, {1}},
+      {{3}, {70000, 3}, {1}},
+      {{2, 10}, {300, 2, 10}, {1, 2}},
   };
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {
@@ -232,29 +249,30 @@ TEST_CASE("jit: broadcasts along trailing dims are read per row by binary member
     std::vector<int64_t> dims;
   };
   const std::vector<Case> cases = {
-      {{2000}, {2000, 1}, {0}}, {{1000}, {1000, 3}, {0}},     {{100}, {100, 32}, {0}},
-      {{5}, {5, 1000}, {0}},    {{7}, {7, 1500}, {0}},        {{4, 3}, {4, 3, 100}, {0, 1}},
-      {{1}, {5000}, {0}},       {{3}, {3, 2, 700}, {0}},      {{70}, {70, 1000}, {0}},  // the last: threads
+      {{2000}, {2000, 1}, {0}}, {{1000}, {1000, 3}, {0}}, {{100}, {100, 32}, {0}},
+      {{5}, {5, 1000}, {0}},    {{7}, {7, 1500}, {0}},    {{4, 3}, {4, 3, 100}, {0, 1}},
+      {{1}, {5000}, {0}},       {{3}, {3, 2, 700}, {0}},  {{70}, {70, 1000}, {0}},  // the last: threads
   };
   using Fn = std::vector<fx::Tensor> (*)(const fx::Tensor&, const fx::Tensor&, const fx::Tensor&);
   const std::vector<std::pair<const char*, Fn>> fns = {
-      {"left sub", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
-         return std::vector<fx::Tensor>{t - w};
-       }},
-      {"right div", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
-         return std::vector<fx::Tensor>{w / t};
-       }},
+      {"left sub",
+       [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) { return std::vector<fx::Tensor>{t - w}; }},
+      {"right div",
+       [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) { return std::vector<fx::Tensor>{w / t}; }},
       {"left div, right sub, with other members",
        [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
          return std::vector<fx::Tensor>{fx::exp(w) * 0.5 + (w - t) * (t / w) + fx::maximum(w, t)};
        }},
-      {"a reader that needs the block", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+      {"a reader that needs the block",
+       [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
          return std::vector<fx::Tensor>{fx::tanh(t) * w + w / t};
        }},
-      {"both operands per row, and a literal", [](const fx::Tensor& t, const fx::Tensor& u, const fx::Tensor& w) {
+      {"both operands per row, and a literal",
+       [](const fx::Tensor& t, const fx::Tensor& u, const fx::Tensor& w) {
          return std::vector<fx::Tensor>{(t / u) * w + (t - 1.5) * (u * t) - w / u};
        }},
-      {"the broadcast escapes the group", [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
+      {"the broadcast escapes the group",
+       [](const fx::Tensor& t, const fx::Tensor&, const fx::Tensor& w) {
          return std::vector<fx::Tensor>{t, w - t, t / w};
        }},
   };
@@ -331,23 +349,48 @@ TEST_CASE("jit: sums over leading, trailing or middle dims end fused groups as p
     fx::Shape shape;
     std::vector<int64_t> axes;
   };
-  const std::vector<Case> cases = {{{3, 700}, {1}},     {{5, 2048}, {1}},      {{2000, 3}, {1}},  {{4, 3, 700}, {1, 2}},
-                                   {{5003}, {0}},       {{64, 2048}, {1}},     {{2, 65536}, {0, 1}}, {{70000, 2}, {1}},
-                                   {{700, 3}, {0}},     {{3, 700}, {0}},       {{2, 3, 700}, {0, 1}}, {{70000, 2}, {0}},
-                                   {{2, 70000}, {0}},   {{300, 17}, {1}},      {{1000, 37}, {1}}, {{64, 63}, {1}},
+  const std::vector<Case> cases = {{{3, 700}, {1}},
+                                   {{5, 2048}, {1}},
+                                   {{2000, 3}, {1}},
+                                   {{4, 3, 700}, {1, 2}},
+                                   {{5003}, {0}},
+                                   {{64, 2048}, {1}},
+                                   {{2, 65536}, {0, 1}},
+                                   {{70000, 2}, {1}},
+                                   {{700, 3}, {0}},
+                                   {{3, 700}, {0}},
+                                   {{2, 3, 700}, {0, 1}},
+                                   {{70000, 2}, {0}},
+                                   {{2, 70000}, {0}},
+                                   {{300, 17}, {1}},
+                                   {{1000, 37}, {1}},
+                                   {{64, 63}, {1}},
                                    {{30, 8, 5}, {1, 2}},  // rows of 16..63: 8 partial sums
                                    // rows of 2..4: whole rows in one loop (sum_short_rows), on every thread
-                                   {{40000, 4}, {1}}, {{50001, 3}, {1}},
+                                   {{40000, 4}, {1}},
+                                   {{50001, 3}, {1}},
                                    // rows of 8, 32, 64: eight rows at a time (sum_8_rows)
-                                   {{2000, 8}, {1}}, {{500, 32}, {1}}, {{300, 64}, {1}}, {{7, 50, 32}, {2}},
+                                   {{2000, 8}, {1}},
+                                   {{500, 32}, {1}},
+                                   {{300, 64}, {1}},
+                                   {{7, 50, 32}, {2}},
                                    // 2..7 whole rows in a range: the other accumulators stay zero
-                                   {{5, 64}, {1}}, {{3, 40}, {1}}, {{2, 7, 48}, {2}},
+                                   {{5, 64}, {1}},
+                                   {{3, 40}, {1}},
+                                   {{2, 7, 48}, {2}},
                                    // rows of 9..63 not a multiple of 8: the row's last 8, masked
-                                   {{1000, 10}, {1}}, {{3001, 13}, {1}}, {{70, 9}, {1}}, {{20000, 10}, {1}},
+                                   {{1000, 10}, {1}},
+                                   {{3001, 13}, {1}},
+                                   {{70, 9}, {1}},
+                                   {{20000, 10}, {1}},
                                    // middle dims: runs of 10, 3, 64 (whole periods of 40, 24, 64
                                    // elements at once), 100 (longer than a period), on every thread
-                                   {{100, 1000, 10}, {1}}, {{7, 333, 3}, {1}}, {{4, 300, 64}, {1}},
-                                   {{3, 301, 100}, {1}}, {{4, 30, 20, 10}, {1, 2}}, {{3, 5, 2}, {1}}};
+                                   {{100, 1000, 10}, {1}},
+                                   {{7, 333, 3}, {1}},
+                                   {{4, 300, 64}, {1}},
+                                   {{3, 301, 100}, {1}},
+                                   {{4, 30, 20, 10}, {1, 2}},
+                                   {{3, 5, 2}, {1}}};
   for (fx::DType dtype : {fx::f32, fx::f64}) {
     for (const Case& c : cases) {
       CAPTURE(c.shape);
@@ -415,7 +458,8 @@ TEST_CASE("jit: a sum joins the group computing its operand when a product reads
       auto want = f(fx::lax::convert_element_type(x, fx::f64), fx::lax::convert_element_type(c, fx::f64),
                     fx::lax::convert_element_type(w, fx::f64));
       check_within({std::get<0>(got), std::get<1>(got), std::get<2>(got)},
-                   {std::get<0>(want), std::get<1>(want), std::get<2>(want)}, dtype == fx::f32 ? 1e-4 : 1e-10);  // f32 products of 500 terms
+                   {std::get<0>(want), std::get<1>(want), std::get<2>(want)},
+                   dtype == fx::f32 ? 1e-4 : 1e-10);  // f32 products of 500 terms
     }
   }
   fx::set_num_threads(before);
@@ -462,7 +506,8 @@ TEST_CASE("jit: a large product read only by one fused group is computed by tile
         fx::Tensor b = random_tensor(fx::Shape(free_w), dtype, 43);
         auto exe = fx::compile_jaxpr(fx::make_jaxpr(f)(x, w, b), fx::Device::cpu());
         CHECK_MESSAGE(exe->describe().find("tiles") != std::string::npos, exe->describe());
-        if (c.w == fx::Shape{24, 700}) CHECK_MESSAGE(exe->describe().find("x700 tiles") != std::string::npos, exe->describe());
+        if (c.w == fx::Shape{24, 700})
+          CHECK_MESSAGE(exe->describe().find("x700 tiles") != std::string::npos, exe->describe());
         // No buffer holds the product.
         const int64_t product_bytes = c.x.num_elements() / c.x[c.contract.first[0]] *
                                       (c.w.num_elements() / c.w[c.contract.second[0]]) *
@@ -505,8 +550,9 @@ TEST_CASE("jit: a tiled product's few tiles split evenly over the threads") {
     CAPTURE(threads);
     fx::set_num_threads(threads);
     const std::string plan = fx::compile_jaxpr(fx::make_jaxpr(f)(x, w), fx::Device::cpu())->describe();
-    const char* want = threads == 1 ? "1000x320 in 334x320 tiles" : threads == 2 ? "1000x320 in 250x320 tiles"
-                                                                                : "1000x320 in 334x320 tiles";
+    const char* want = threads == 1   ? "1000x320 in 334x320 tiles"
+                       : threads == 2 ? "1000x320 in 250x320 tiles"
+                                      : "1000x320 in 334x320 tiles";
     CHECK_MESSAGE(plan.find(want) != std::string::npos, plan);
     check_within({fx::jit(f)(x, w)}, {f(x, w)}, 1e-12);
   }

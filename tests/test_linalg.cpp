@@ -182,7 +182,8 @@ TEST_CASE("jvp of solve: da and db tangents against a central difference") {
   fx::Tensor fd = (fx::solve(a + da * eps, b + db * eps) - fx::solve(a - da * eps, b - db * eps)) / (2 * eps);
   CHECK(max_diff(t, fd) < 1e-8);
   // Only db: the tangent is solve(a, db).
-  fx::Tensor tb = fx::jvp([&](const fx::Tensor& v) { return fx::solve(a, v); }, std::make_tuple(b), std::make_tuple(db)).second;
+  fx::Tensor tb =
+      fx::jvp([&](const fx::Tensor& v) { return fx::solve(a, v); }, std::make_tuple(b), std::make_tuple(db)).second;
   CHECK(max_diff(tb, fx::solve(a, db)) < 1e-15);
 }
 
@@ -241,7 +242,9 @@ TEST_CASE("hessian of |solve(a, b)|² in b is 2 a⁻ᵀ a⁻¹, and in a it is s
 // ---- errors ----
 
 TEST_CASE("solve: a singular matrix throws an Error naming linalg_solve, the batch index and the shape") {
-  std::string m = message_of<fx::Error>([] { fx::solve(fx::tensor({{1.0, 2.0}, {2.0, 4.0}}), fx::tensor({1.0, 1.0})); });
+  std::string m = message_of<fx::Error>([] {
+    fx::solve(fx::tensor({{1.0, 2.0}, {2.0, 4.0}}), fx::tensor({1.0, 1.0}));
+  });
   CHECK(m.find("[linalg_solve] the matrix f64[2,2] is singular (zero pivot in column 1") == 0);
   // Batch index 3 of five: two equal rows.
   fx::Tensor a = well_conditioned({5, 4, 4}, 90);
@@ -258,37 +261,50 @@ TEST_CASE("solve: a singular matrix throws an Error naming linalg_solve, the bat
   }
   CHECK(message_of<fx::Error>([&] { fx::solve(bad, b); }).find("batch index 3 of f64[5,4,4]") != std::string::npos);
   // Several batch dims: the multi-index; a zero column in f32; under jit.
-  CHECK(message_of<fx::Error>([&] { fx::solve(fx::reshape(bad, {1, 5, 4, 4}), fx::reshape(b, {1, 5, 4, 1})); })
-            .find("the matrix at batch index (0,3) of f64[1,5,4,4] is singular") != std::string::npos);
+  CHECK(message_of<fx::Error>([&] {
+          fx::solve(fx::reshape(bad, {1, 5, 4, 4}), fx::reshape(b, {1, 5, 4, 1}));
+        }).find("the matrix at batch index (0,3) of f64[1,5,4,4] is singular") != std::string::npos);
   fx::Tensor zc = fx::tensor({{1.f, 0.f, 2.f}, {3.f, 0.f, 1.f}, {4.f, 0.f, 5.f}});
-  CHECK(message_of<fx::Error>([&] { fx::solve(zc, fx::ones({3}, fx::f32)); })
-            .find("[linalg_solve] the matrix f32[3,3] is singular (zero pivot in column 1") == 0);
-  CHECK(message_of<fx::Error>([&] { fx::jit([](const fx::Tensor& m, const fx::Tensor& v) { return fx::solve(m, v); })(bad, b); })
-            .find("batch index 3 of f64[5,4,4] is singular") != std::string::npos);
+  CHECK(message_of<fx::Error>([&] {
+          fx::solve(zc, fx::ones({3}, fx::f32));
+        }).find("[linalg_solve] the matrix f32[3,3] is singular (zero pivot in column 1") == 0);
+  CHECK(message_of<fx::Error>([&] {
+          fx::jit([](const fx::Tensor& m, const fx::Tensor& v) { return fx::solve(m, v); })(bad, b);
+        }).find("batch index 3 of f64[5,4,4] is singular") != std::string::npos);
   CHECK(message_of<fx::Error>([&] { fx::inv(fx::zeros({2, 2})); }).find("is singular") != std::string::npos);
 }
 
 TEST_CASE("solve: shape and dtype errors name the op and the operands") {
   using fx::ShapeError, fx::DTypeError;
-  CHECK(message_of<ShapeError>([] { fx::solve(fx::zeros({3, 4}), fx::zeros({3})); }) ==
+  CHECK(message_of<ShapeError>([] {
+          fx::solve(fx::zeros({3, 4}), fx::zeros({3}));
+        }) ==
         "[solve] a must be a square matrix or a stack of them (..., n, n), got f64[3,4]. Only square systems have a "
         "unique solution.");
-  CHECK(message_of<ShapeError>([] { fx::solve(fx::zeros({3}), fx::zeros({3})); }).find("got f64[3].") != std::string::npos);
+  CHECK(message_of<ShapeError>([] { fx::solve(fx::zeros({3}), fx::zeros({3})); }).find("got f64[3].") !=
+        std::string::npos);
   CHECK(message_of<ShapeError>([] { fx::solve(fx::eye(3), fx::zeros({4})); }) ==
         "[solve] a f64[3,3] is 3x3 but b f64[4] has 4 rows (b is read as a vector (..., n)). b needs n = 3 rows.");
-  CHECK(message_of<ShapeError>([] { fx::solve(fx::eye(3), fx::zeros({4, 2})); })
-            .find("b f64[4,2] has 4 rows (b is read as a matrix (..., n, k))") != std::string::npos);
+  CHECK(message_of<ShapeError>([] {
+          fx::solve(fx::eye(3), fx::zeros({4, 2}));
+        }).find("b f64[4,2] has 4 rows (b is read as a matrix (..., n, k))") != std::string::npos);
   CHECK(message_of<ShapeError>([] { fx::solve(fx::eye(3), fx::scalar(1.0)); }).find("[solve] b must be a vector") == 0);
-  CHECK(message_of<ShapeError>([] { fx::solve(fx::zeros({2, 3, 3}), fx::zeros({4, 3, 1})); }) ==
+  CHECK(message_of<ShapeError>([] {
+          fx::solve(fx::zeros({2, 3, 3}), fx::zeros({4, 3, 1}));
+        }) ==
         "[solve] batch dimensions [2] of f64[2,3,3] and [4] of f64[4,3,1] do not broadcast. They must be equal or 1, "
         "aligned from the right.");
   CHECK(message_of<ShapeError>([] { fx::inv(fx::zeros({2, 3})); }).find("[inv] a must be a square matrix") == 0);
   // The primitive itself: exact shapes and one float dtype.
-  CHECK(message_of<DTypeError>([] { fx::lax::linalg_solve(fx::eye(2), fx::ones({2, 1}, fx::f32)); }) ==
+  CHECK(message_of<DTypeError>([] {
+          fx::lax::linalg_solve(fx::eye(2), fx::ones({2, 1}, fx::f32));
+        }) ==
         "[linalg_solve] operand dtypes differ: a f64[2,2] and b f32[2,1]. Convert one with fx::astype (fx::solve "
         "promotes automatically).");
-  CHECK(message_of<DTypeError>([] { fx::lax::linalg_solve(fx::ones({2, 2}, fx::i32), fx::ones({2, 1}, fx::i32)); })
-            .find("[linalg_solve] needs floating operands (f32 or f64)") == 0);
-  CHECK(message_of<ShapeError>([] { fx::lax::linalg_solve(fx::eye(2), fx::ones({2})); })
-            .find("[linalg_solve] b f64[2] must have the rank of a f64[2,2] (2)") == 0);
+  CHECK(message_of<DTypeError>([] {
+          fx::lax::linalg_solve(fx::ones({2, 2}, fx::i32), fx::ones({2, 1}, fx::i32));
+        }).find("[linalg_solve] needs floating operands (f32 or f64)") == 0);
+  CHECK(message_of<ShapeError>([] {
+          fx::lax::linalg_solve(fx::eye(2), fx::ones({2}));
+        }).find("[linalg_solve] b f64[2] must have the rank of a f64[2,2] (2)") == 0);
 }

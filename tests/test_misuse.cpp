@@ -30,14 +30,16 @@ TEST_CASE("arange: values that do not fit the dtype are a DTypeError naming aran
   const int64_t two31 = int64_t(1) << 31;
   CHECK_THROWS_WITH_AS(fx::arange(two31, two31 + 2), Contains("[arange] the value 2147483648 does not fit in i32"),
                        fx::DTypeError);
-  CHECK_THROWS_WITH_AS(fx::arange(two31 + 5), Contains("[arange] the value 2147483652 does not fit in i32"), fx::DTypeError);
+  CHECK_THROWS_WITH_AS(fx::arange(two31 + 5), Contains("[arange] the value 2147483652 does not fit in i32"),
+                       fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::arange(-two31 - 1, 0), Contains("[arange] the value -2147483649 does not fit in i32"),
                        fx::DTypeError);
   CHECK(fx::arange(two31, two31 + 2, 1, fx::i64).to_vector<int64_t>() == std::vector<int64_t>{two31, two31 + 1});
   CHECK(fx::arange(-two31, -two31 + 1).to_vector<int64_t>() == std::vector<int64_t>{-two31});
   CHECK(fx::arange(two31 - 1, 0, -two31).to_vector<int64_t>() == std::vector<int64_t>{two31 - 1});
   CHECK(fx::arange(2, fx::boolean).to_vector<int64_t>() == std::vector<int64_t>{0, 1});
-  CHECK_THROWS_WITH_AS(fx::arange(3, fx::boolean), Contains("[arange] the value 2 does not fit in bool"), fx::DTypeError);
+  CHECK_THROWS_WITH_AS(fx::arange(3, fx::boolean), Contains("[arange] the value 2 does not fit in bool"),
+                       fx::DTypeError);
 }
 
 TEST_CASE("arange: ranges whose length or end leave int64 give the exact elements or a clear error") {
@@ -46,7 +48,8 @@ TEST_CASE("arange: ranges whose length or end leave int64 give the exact element
                        fx::ShapeError);
   CHECK(fx::arange(0, 5, kMax64).to_vector<int64_t>() == std::vector<int64_t>{0});
   CHECK(fx::arange(5, 0, kMin64).to_vector<int64_t>() == std::vector<int64_t>{5});
-  CHECK(fx::arange(kMax64 - 2, kMax64, 1, fx::i64).to_vector<int64_t>() == std::vector<int64_t>{kMax64 - 2, kMax64 - 1});
+  CHECK(fx::arange(kMax64 - 2, kMax64, 1, fx::i64).to_vector<int64_t>() ==
+        std::vector<int64_t>{kMax64 - 2, kMax64 - 1});
   CHECK(fx::arange(kMin64, kMin64 + 3, 2, fx::i64).to_vector<int64_t>() == std::vector<int64_t>{kMin64, kMin64 + 2});
   CHECK(fx::arange(0, kMax64, kMax64 / 2, fx::i64).to_vector<int64_t>() ==
         std::vector<int64_t>{0, kMax64 / 2, kMax64 / 2 * 2});
@@ -59,16 +62,18 @@ TEST_CASE("arange: a range of more than 2^48 elements is refused before anything
 }
 
 TEST_CASE("full, full_like and linspace: a value that does not fit the dtype is a DTypeError with the value") {
-  CHECK_THROWS_WITH_AS(fx::full({2}, 3e9, fx::i32), Contains("[full] the value 3e+09 does not fit in i32"), fx::DTypeError);
+  CHECK_THROWS_WITH_AS(fx::full({2}, 3e9, fx::i32), Contains("[full] the value 3e+09 does not fit in i32"),
+                       fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::full({2}, int64_t(1) << 40, fx::i32),
                        Contains("[full] the value 1099511627776 does not fit in i32"), fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::full({1}, std::numeric_limits<uint64_t>::max(), fx::i64),
                        Contains("[full] the value 18446744073709551615 does not fit in i64"), fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::full({1}, std::nan(""), fx::i64), Contains("[full] the value nan does not fit in i64"),
                        fx::DTypeError);
-  CHECK_THROWS_WITH_AS(fx::full({1}, 1e39, fx::f32), Contains("[full] the value 1e+39 does not fit in f32"), fx::DTypeError);
-  CHECK_THROWS_WITH_AS(fx::full_like(fx::tensor({1, 2}), 1e10), Contains("[full_like] the value 1e+10 does not fit in i32"),
+  CHECK_THROWS_WITH_AS(fx::full({1}, 1e39, fx::f32), Contains("[full] the value 1e+39 does not fit in f32"),
                        fx::DTypeError);
+  CHECK_THROWS_WITH_AS(fx::full_like(fx::tensor({1, 2}), 1e10),
+                       Contains("[full_like] the value 1e+10 does not fit in i32"), fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::linspace(0, 3e9, 3, fx::i32), Contains("[linspace] the value 3e+09 does not fit in i32"),
                        fx::DTypeError);
   CHECK_THROWS_WITH_AS(fx::linspace(0, 1e39, 2, fx::f32), Contains("[linspace] the value 1e+39 does not fit in f32"),
@@ -100,10 +105,12 @@ TEST_CASE("tensor() keeps the C++ element type and weak scalars never wrap into 
 TEST_CASE("creation functions name themselves in their shape errors, never an internal primitive") {
   const int64_t big = int64_t(1) << 40;
   CHECK_THROWS_WITH_AS(fx::zeros({big, big}),
-                       Contains("[zeros] shape [1099511627776,1099511627776] has more than 2^48 elements"), fx::ShapeError);
+                       Contains("[zeros] shape [1099511627776,1099511627776] has more than 2^48 elements"),
+                       fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::ones({big, big}, fx::f32), Contains("[ones] shape"), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::full({big, big}, 2.0), Contains("[full] shape"), fx::ShapeError);
-  CHECK_THROWS_WITH_AS(fx::eye(big), Contains("[eye] shape [1099511627776,1099511627776] has more than 2^48"), fx::ShapeError);
+  CHECK_THROWS_WITH_AS(fx::eye(big), Contains("[eye] shape [1099511627776,1099511627776] has more than 2^48"),
+                       fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::eye(-2), Contains("[eye] negative dimension -2"), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::zeros({3, -1}), Contains("[zeros] negative dimension -1 in shape [3,-1]"), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::linspace(0.0, 1.0, int64_t(1) << 50), Contains("[linspace] shape [1125899906842624]"),
@@ -114,8 +121,8 @@ TEST_CASE("creation functions name themselves in their shape errors, never an in
 
 TEST_CASE("composite ops name themselves: clip, var, std, any, all, nonzero") {
   fx::Tensor x = fx::ones({2, 3});
-  CHECK_THROWS_WITH_AS(fx::clip(x, fx::zeros({4}), fx::ones({3})), Contains("[clip] shapes f64[2,3], f64[4] and f64[3]"),
-                       fx::ShapeError);
+  CHECK_THROWS_WITH_AS(fx::clip(x, fx::zeros({4}), fx::ones({3})),
+                       Contains("[clip] shapes f64[2,3], f64[4] and f64[3]"), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::var(x, {2}), Contains("[var] axis 2 is out of range for rank 2"), fx::AxisError);
   CHECK_THROWS_WITH_AS(fx::std(x, {0, 0}), Contains("[std] axis 0 is repeated"), fx::AxisError);
   CHECK_THROWS_WITH_AS(fx::any(x, {-3}), Contains("[any] axis -3 is out of range"), fx::AxisError);
@@ -186,11 +193,11 @@ TEST_CASE("reductions of empty tensors: numpy's identities and shapes, over ever
     check(fx::norm(x, c.axes, c.keepdims), [](double v) { return v == 0; });
     check(fx::logsumexp(x, c.axes, c.keepdims), [](double v) { return v == -kInf; });
     // Means of nothing are NaN (numpy warns); the results are empty unless nothing is reduced.
-    for (const fx::Tensor& r : {fx::mean(x, c.axes, c.keepdims), fx::var(x, c.axes, c.keepdims),
-                                fx::std(x, c.axes, c.keepdims, 1)})
+    for (const fx::Tensor& r :
+         {fx::mean(x, c.axes, c.keepdims), fx::var(x, c.axes, c.keepdims), fx::std(x, c.axes, c.keepdims, 1)})
       check(r, [](double v) { return std::isnan(v); });
-    for (auto op : {+[](const fx::Tensor& t, const std::vector<int64_t>& a, bool k) { return fx::max(t, a, k); },
-                    +[](const fx::Tensor& t, const std::vector<int64_t>& a, bool k) { return fx::min(t, a, k); }}) {
+    for (auto op : {+[](const fx::Tensor&t, const std::vector<int64_t>&a, bool k) { return fx::max(t, a, k); },
+                    +[](const fx::Tensor&t, const std::vector<int64_t>&a, bool k) { return fx::min(t, a, k); }}) {
       if (reduced == 0) CHECK_THROWS_WITH_AS(op(x, c.axes, c.keepdims), Contains("is empty and"), fx::ShapeError);
       else check(op(x, c.axes, c.keepdims), [](double) { return false; });
     }
@@ -198,11 +205,12 @@ TEST_CASE("reductions of empty tensors: numpy's identities and shapes, over ever
 }
 
 TEST_CASE("max, min, argmax and argmin of an empty axis are errors naming the op, like numpy's") {
-  CHECK_THROWS_WITH_AS(fx::max(fx::zeros({0})),
-                       Contains("[max] axis 0 of f64[0] is empty and max has no identity"), fx::ShapeError);
+  CHECK_THROWS_WITH_AS(fx::max(fx::zeros({0})), Contains("[max] axis 0 of f64[0] is empty and max has no identity"),
+                       fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::min(fx::zeros({0, 3}), {0}), Contains("[min] axis 0 of f64[0,3] is empty"), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::argmax(fx::zeros({0})), Contains("[argmax] axis 0 of f64[0] is empty"), fx::ShapeError);
-  CHECK_THROWS_WITH_AS(fx::argmin(fx::zeros({3, 0}), 1), Contains("[argmin] axis 1 of f64[3,0] is empty"), fx::ShapeError);
+  CHECK_THROWS_WITH_AS(fx::argmin(fx::zeros({3, 0}), 1), Contains("[argmin] axis 1 of f64[3,0] is empty"),
+                       fx::ShapeError);
   CHECK(fx::argmax(fx::zeros({3, 0}), 0).shape() == std::vector<int64_t>{0});
   CHECK(fx::argmin(fx::zeros({0, 3}), 1, true).shape() == std::vector<int64_t>{0, 1});
   CHECK(fx::max(fx::zeros({3, 0}), {0}).shape() == std::vector<int64_t>{0});

@@ -18,16 +18,16 @@ namespace {
 using Inner = Tensor (*)(const Tensor&);
 
 Tensor inner_cond(const Tensor& c) {
-  return fx::cond(fx::sum(c) > 0.0, [](const Tensor& a) { return fx::sin(a) * a; },
-                  [](const Tensor& a) { return fx::cos(a) + a * 0.5; }, c);
+  return fx::cond(
+      fx::sum(c) > 0.0, [](const Tensor& a) { return fx::sin(a) * a; },
+      [](const Tensor& a) { return fx::cos(a) + a * 0.5; }, c);
 }
 
 Tensor inner_switch(const Tensor& c) {
   Tensor index = fx::astype(fx::clip(fx::floor(fx::abs(fx::sum(c)) * 2.0), 0.0, 2.0), fx::i32);
-  std::vector<std::function<Tensor(const Tensor&)>> branches{
-      [](const Tensor& a) { return fx::tanh(a) * 1.5; },
-      [](const Tensor& a) { return a * a * 0.25 + a; },
-      [](const Tensor& a) { return fx::sin(a * 2.0); }};
+  std::vector<std::function<Tensor(const Tensor&)>> branches{[](const Tensor& a) { return fx::tanh(a) * 1.5; },
+                                                             [](const Tensor& a) { return a * a * 0.25 + a; },
+                                                             [](const Tensor& a) { return fx::sin(a * 2.0); }};
   return fx::switch_(index, branches, c);
 }
 
@@ -46,7 +46,8 @@ Tensor inner_while(const Tensor& c) {
 }
 
 Tensor inner_fori(const Tensor& c) {
-  return fx::fori_loop(0, 3, [](const Tensor& i, const Tensor& a) { return a * 0.8 + fx::sin(a) * fx::astype(i, fx::f64); }, c);
+  return fx::fori_loop(
+      0, 3, [](const Tensor& i, const Tensor& a) { return a * 0.8 + fx::sin(a) * fx::astype(i, fx::f64); }, c);
 }
 
 Tensor inner_checkpoint(const Tensor& c) {
@@ -59,18 +60,20 @@ Tensor inner_jit(const Tensor& c) {
 }
 
 Tensor inner_custom_jvp(const Tensor& c) {
-  static const auto softplus = fx::custom_jvp(
-      [](const Tensor& a) { return fx::log1p(fx::exp(a)); },
-      [](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
-        const Tensor& a = std::get<0>(p);
-        return std::make_pair(fx::log1p(fx::exp(a)), fx::sigmoid(a) * std::get<0>(t));
-      });
+  static const auto softplus =
+      fx::custom_jvp([](const Tensor& a) { return fx::log1p(fx::exp(a)); },
+                     [](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
+                       const Tensor& a = std::get<0>(p);
+                       return std::make_pair(fx::log1p(fx::exp(a)), fx::sigmoid(a) * std::get<0>(t));
+                     });
   return softplus(c);
 }
 
 Tensor inner_custom_vjp(const Tensor& c) {
   static const auto cube = fx::custom_vjp([](const Tensor& a) { return a * a * a; },
-                                          [](const Tensor& a) { return std::pair<Tensor, Tensor>{a * a * a, a * a}; },
+                                          [](const Tensor& a) {
+                                            return std::pair<Tensor, Tensor>{a * a * a, a * a};
+                                          },
                                           [](const Tensor& a2, const Tensor& ct) { return ct * a2 * 3.0; });
   return cube(c * 0.5);
 }
@@ -79,10 +82,10 @@ struct NamedInner {
   const char* name;
   Inner fn;
 };
-const NamedInner kInners[] = {{"cond", inner_cond},   {"switch_", inner_switch}, {"scan", inner_scan},
-                              {"while_loop", inner_while}, {"fori_loop", inner_fori},
-                              {"checkpoint", inner_checkpoint}, {"jit", inner_jit},
-                              {"custom_jvp", inner_custom_jvp}, {"custom_vjp", inner_custom_vjp}};
+const NamedInner kInners[] = {
+    {"cond", inner_cond},        {"switch_", inner_switch},        {"scan", inner_scan},
+    {"while_loop", inner_while}, {"fori_loop", inner_fori},        {"checkpoint", inner_checkpoint},
+    {"jit", inner_jit},          {"custom_jvp", inner_custom_jvp}, {"custom_vjp", inner_custom_vjp}};
 
 // Outer loops: x (f64[3]) -> scalar. The bodies close over nothing but `inner`.
 Tensor outer_scan(Inner inner, const Tensor& x) {
@@ -95,7 +98,8 @@ Tensor outer_scan(Inner inner, const Tensor& x) {
 }
 
 Tensor outer_fori(Inner inner, const Tensor& x) {
-  Tensor c = fx::fori_loop(0, 3, [inner](const Tensor&, const Tensor& a) { return inner(a) * 0.5 + a * 0.3; }, x);
+  Tensor c = fx::fori_loop(
+      0, 3, [inner](const Tensor&, const Tensor& a) { return inner(a) * 0.5 + a * 0.3; }, x);
   return fx::sum(c * c);
 }
 
@@ -103,7 +107,9 @@ Tensor outer_while(Inner inner, const Tensor& x) {
   auto state = std::make_pair(fx::scalar<int32_t>(0), x);
   using S = std::pair<Tensor, Tensor>;
   S out = fx::while_loop([](const S& s) { return s.first < 3; },
-                         [inner](const S& s) { return S{s.first + 1, inner(s.second) * 0.5 + s.second * 0.3}; },
+                         [inner](const S& s) {
+                           return S{s.first + 1, inner(s.second) * 0.5 + s.second * 0.3};
+                         },
                          state, fx::max_steps(5));
   return fx::sum(out.second * out.second);
 }
@@ -155,9 +161,7 @@ TEST_CASE("reverse mode through every loop whose body holds control flow or a ca
           CHECK(close(fx::reshape(fx::slice(batched, {b, 0}, {b + 1, 3}), {3}), fx::jacfwd(f)(xb)));
         }
         CHECK(close(fx::hessian(f)(x), fx::jacfwd(fx::jacfwd(f))(x), 1e-8));
-      } catch (const std::exception& e) {
-        FAIL_CHECK((pair + ": " + e.what()));
-      }
+      } catch (const std::exception& e) { FAIL_CHECK((pair + ": " + e.what())); }
     }
   }
   CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
@@ -167,8 +171,9 @@ TEST_CASE("reverse mode through a loop body that closes over the differentiated 
   // The inner construct reads w, a value of the enclosing grad, from inside the loop body.
   auto f = [](const Tensor& w) {
     auto step = [w](const Tensor& c, const Tensor& t) {
-      Tensor next = fx::cond(fx::sum(c) > 0.0, [w](const Tensor& a) { return fx::sin(a * w); },
-                             [w](const Tensor& a) { return a * w + 0.1; }, c);
+      Tensor next = fx::cond(
+          fx::sum(c) > 0.0, [w](const Tensor& a) { return fx::sin(a * w); },
+          [w](const Tensor& a) { return a * w + 0.1; }, c);
       next = fx::scan([w](const Tensor& a, const Tensor& s) { return std::make_pair(a * fx::tanh(w * s), s); }, next,
                       fx::linspace(0.5, 1.0, 2))
                  .first;
@@ -189,8 +194,9 @@ TEST_CASE("three levels: a scan of a while_loop of a cond, under grad and hessia
     auto step = [](const Tensor& c, const Tensor& t) {
       Tensor inner = fx::while_loop([](const Tensor& a) { return fx::sum(a * a) < 2.0; },
                                     [](const Tensor& a) {
-                                      return fx::cond(fx::sum(a) > 0.0, [](const Tensor& b) { return b * 1.2 + 0.05; },
-                                                      [](const Tensor& b) { return b * 1.1 - 0.05; }, a);
+                                      return fx::cond(
+                                          fx::sum(a) > 0.0, [](const Tensor& b) { return b * 1.2 + 0.05; },
+                                          [](const Tensor& b) { return b * 1.1 - 0.05; }, a);
                                     },
                                     c, fx::max_steps(3));
       return std::make_pair(inner * t, fx::sum(inner));

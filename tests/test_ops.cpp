@@ -376,8 +376,8 @@ TEST_CASE("ops: dot follows numpy dot") {
   CHECK(vals(fx::dot(a, fx::tensor({1.0, 0.0, 1.0}))) == std::vector<double>{4, 10});
   CHECK(dims(fx::dot(fx::ones({2, 3, 4}), fx::ones({5, 4, 6}))) == std::vector<int64_t>{2, 3, 5, 6});
   CHECK(vals(fx::dot(fx::scalar(2.0), a)) == std::vector<double>{2, 4, 6, 8, 10, 12});
-  CHECK_THROWS_WITH_AS(fx::dot(fx::ones({2, 3}), fx::ones({2, 3})), Contains("[dot] cannot contract f64[2,3] with f64[2,3]"),
-                       fx::ShapeError);
+  CHECK_THROWS_WITH_AS(fx::dot(fx::ones({2, 3}), fx::ones({2, 3})),
+                       Contains("[dot] cannot contract f64[2,3] with f64[2,3]"), fx::ShapeError);
 }
 
 TEST_CASE("ops: outer multiplies the flattened operands") {

@@ -52,7 +52,8 @@ TEST_CASE("ops: transpose reverses by default and accepts negative axes") {
   CHECK(vals(fx::transpose(x)) == std::vector<double>{1, 4, 2, 5, 3, 6});
   CHECK(dims(fx::transpose(fx::ones({2, 3, 4}), {-1, 0, 1})) == std::vector<int64_t>{4, 2, 3});
   CHECK(fx::transpose(x, {0, 1}).impl() == x.impl());
-  CHECK_THROWS_WITH_AS(fx::transpose(x, {0, 0}), Contains("[transpose] axes [0,0] are not a permutation"), fx::AxisError);
+  CHECK_THROWS_WITH_AS(fx::transpose(x, {0, 0}), Contains("[transpose] axes [0,0] are not a permutation"),
+                       fx::AxisError);
   CHECK_THROWS_AS(fx::transpose(x, {0}), fx::AxisError);
   CHECK_THROWS_AS(fx::transpose(x, {0, 2}), fx::AxisError);
 }
@@ -63,7 +64,7 @@ TEST_CASE("ops: transposes of planes with full and partial 16 x 16 tiles move ev
   struct Case {
     std::vector<int64_t> shape, perm;
   };
-  const std::vector<Case> cases = {{{16, 16}, {1, 0}},      {{37, 50}, {1, 0}},     {{64, 129}, {1, 0}},
+  const std::vector<Case> cases = {{{16, 16}, {1, 0}},      {{37, 50}, {1, 0}},       {{64, 129}, {1, 0}},
                                    {{130, 17}, {1, 0}},     {{3, 40, 70}, {0, 2, 1}}, {{40, 3, 70}, {2, 1, 0}},
                                    {{33, 2, 65}, {2, 0, 1}}};
   for (fx::DType dtype : {fx::f64, fx::f32, fx::i64, fx::i32, fx::boolean}) {
@@ -127,9 +128,10 @@ TEST_CASE("ops: concatenate promotes dtypes and joins along an axis") {
 }
 
 TEST_CASE("ops: concatenate errors name the mismatched operands") {
-  CHECK_THROWS_WITH_AS(fx::concatenate({fx::ones({2, 3}), fx::ones({2, 3}), fx::ones({4, 4}, fx::f32)}, 0),
-                       Contains("[concatenate] shapes f64[2,3] (argument 0) and f32[4,4] (argument 2) differ outside axis 0"),
-                       fx::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      fx::concatenate({fx::ones({2, 3}), fx::ones({2, 3}), fx::ones({4, 4}, fx::f32)}, 0),
+      Contains("[concatenate] shapes f64[2,3] (argument 0) and f32[4,4] (argument 2) differ outside axis 0"),
+      fx::ShapeError);
   CHECK_THROWS_AS(fx::concatenate({fx::ones({2}), fx::ones({2, 1})}), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::concatenate({}), Contains("[concatenate] needs at least one tensor"), fx::ShapeError);
   CHECK_THROWS_WITH_AS(fx::concatenate({fx::scalar(1.0), fx::scalar(2.0)}), Contains("rank-0"), fx::ShapeError);
@@ -145,8 +147,8 @@ TEST_CASE("ops: stack adds a new axis anywhere") {
   CHECK(vals(s1) == std::vector<double>{1, 3, 2, 4});
   CHECK(dims(fx::stack({fx::scalar(1), fx::scalar(2.5)})) == std::vector<int64_t>{2});
   CHECK(fx::stack({fx::scalar(1), fx::scalar(2.5)}).dtype() == fx::f64);
-  CHECK_THROWS_WITH_AS(fx::stack({a, fx::ones({3})}), Contains("[stack] shapes f64[2] (argument 0) and f64[3] (argument 1) differ"),
-                       fx::ShapeError);
+  CHECK_THROWS_WITH_AS(fx::stack({a, fx::ones({3})}),
+                       Contains("[stack] shapes f64[2] (argument 0) and f64[3] (argument 1) differ"), fx::ShapeError);
   CHECK_THROWS_AS(fx::stack({a, b}, 2), fx::AxisError);
   CHECK_THROWS_AS(fx::stack({}), fx::ShapeError);
 }
@@ -195,8 +197,8 @@ TEST_CASE("ops: take of traced indices stages the negative-index fix-up before g
 }
 
 TEST_CASE("ops: take needs integer indices and a valid axis") {
-  CHECK_THROWS_WITH_AS(fx::take(fx::ones({3}), fx::tensor({0.0}), 0), Contains("[take] indices must be integers, got f64[1]"),
-                       fx::DTypeError);
+  CHECK_THROWS_WITH_AS(fx::take(fx::ones({3}), fx::tensor({0.0}), 0),
+                       Contains("[take] indices must be integers, got f64[1]"), fx::DTypeError);
   CHECK_THROWS_AS(fx::take(fx::ones({3}), fx::tensor({0}), 1), fx::AxisError);
   CHECK_THROWS_WITH_AS(fx::take(fx::zeros({0}), fx::tensor({0}), 0), Contains("[take] cannot take indices from axis 0"),
                        fx::ShapeError);
@@ -205,8 +207,8 @@ TEST_CASE("ops: take needs integer indices and a valid axis") {
 TEST_CASE("ops: f64 tanh is within 2 ulp of a long-double tanh, vectorised and scalar, with its special values") {
   // Both branches (|x| < 0.625: continued fraction; above: exp), the switch point, tiny and huge
   // arguments; lengths 3 (scalar path only) and 1000 (vector packets plus a scalar tail).
-  std::vector<double> xs{0.0, -0.0, 1e-300, -1e-20, 1e-8, 0.1, -0.3, 0.6249999999, 0.625, -0.625, 0.6250000001,
-                         0.9, -1.7, 3.0, 9.5, -19.0, 20.0, 400.0, -1e300};
+  std::vector<double> xs{0.0,          -0.0, 1e-300, -1e-20, 1e-8, 0.1,   -0.3, 0.6249999999, 0.625, -0.625,
+                         0.6250000001, 0.9,  -1.7,   3.0,    9.5,  -19.0, 20.0, 400.0,        -1e300};
   for (int i = 0; i < 1000; ++i) xs.push_back(-3.0 + 6.0 * i / 999.0);
   for (int64_t n : {int64_t{3}, static_cast<int64_t>(xs.size())}) {
     std::vector<double> in(xs.begin(), xs.begin() + n);
@@ -231,7 +233,9 @@ TEST_CASE("ops: f64 tanh is within 2 ulp of a long-double tanh, vectorised and s
   CHECK(std::isnan(special[8]));
 }
 
-TEST_CASE("ops: exp near overflow and underflow, vectorised and scalar: finite where the result is, inf above, exact 0 far below") {
+TEST_CASE(
+    "ops: exp near overflow and underflow, vectorised and scalar: finite where the result is, inf above, exact 0 far "
+    "below") {
   // Arguments just below the overflow threshold (f32 88.72, f64 709.78) have finite results that
   // a clamped argument would get wrong; above it the result is inf. Lengths 3 (scalar path) and
   // 64 (vector packets).
@@ -245,10 +249,8 @@ TEST_CASE("ops: exp near overflow and underflow, vectorised and scalar: finite w
         const T want = std::exp(in[i]);
         CAPTURE(n);
         CAPTURE(double(in[i]));
-        if (std::isinf(want) || want == 0)
-          CHECK(got[i] == want);
-        else
-          CHECK(std::fabs(double(got[i]) - double(want)) <= 4 * std::numeric_limits<T>::epsilon() * double(want));
+        if (std::isinf(want) || want == 0) CHECK(got[i] == want);
+        else CHECK(std::fabs(double(got[i]) - double(want)) <= 4 * std::numeric_limits<T>::epsilon() * double(want));
       }
     }
   };
@@ -296,8 +298,8 @@ TEST_CASE("ops: f32 exp within 1.1 ulp over its whole finite range, 0 below -87,
   CHECK(worst <= 1.5);  // pmadd a rounded multiply and add: 1.32 ulp measured with SSE2
 #endif
   // The edges, in a vectorised length: flushed, finite just below overflow, inf, NaN, signed zero.
-  std::vector<float> edge = {-87.01f, -88.5f, -1e30f, -INFINITY, -87.0f, -86.995f, 88.376f, 88.7228f,
-                             88.72284f, 89.5f, 1e30f, INFINITY, NAN, -0.0f, 0.0f, 1.0f};
+  std::vector<float> edge = {-87.01f,   -88.5f, -1e30f, -INFINITY, -87.0f, -86.995f, 88.376f, 88.7228f,
+                             88.72284f, 89.5f,  1e30f,  INFINITY,  NAN,    -0.0f,    0.0f,    1.0f};
   const std::vector<float> e = fx::exp(fx::from_vector(edge)).to_vector<float>();
   for (int i = 0; i < 4; ++i) CHECK(e[i] == 0.0f);
   for (int i = 4; i < 8; ++i) CHECK(std::fabs(e[i] / std::exp(double(edge[i])) - 1) < 2e-7);
@@ -332,11 +334,12 @@ TEST_CASE("ops: f64 exp within 1.1 ulp over its normal range, 0 below -708, inf 
 #else
   CHECK(worst <= 1.5);
 #endif
-  std::vector<double> edge = {-708.01, -745.2, -1e300, -INFINITY, -708.0, -707.99, 709.78, 709.7827,
-                              709.78272, 710.0, 1e300, INFINITY, NAN, -0.0, 0.0, 1.0};
+  std::vector<double> edge = {-708.01,   -745.2, -1e300, -INFINITY, -708.0, -707.99, 709.78, 709.7827,
+                              709.78272, 710.0,  1e300,  INFINITY,  NAN,    -0.0,    0.0,    1.0};
   const std::vector<double> e = fx::exp(fx::from_vector(edge)).to_vector<double>();
   for (int i = 0; i < 4; ++i) CHECK(e[i] == 0.0);
-  for (int i = 4; i < 8; ++i) CHECK(std::fabs(e[i] / static_cast<double>(std::exp(static_cast<long double>(edge[i]))) - 1) < 3e-16);
+  for (int i = 4; i < 8; ++i)
+    CHECK(std::fabs(e[i] / static_cast<double>(std::exp(static_cast<long double>(edge[i]))) - 1) < 3e-16);
   for (int i = 8; i < 12; ++i) CHECK(e[i] == INFINITY);
   CHECK(std::isnan(e[12]));
   CHECK(e[13] == 1.0);
@@ -367,8 +370,8 @@ TEST_CASE("ops: f32 tanh within 5.1 ulp over every magnitude, exact at the edges
   CHECK(worst <= 6.0);
 #endif
   // In a vectorised length: ±1 from the clamp on, -0, subnormals and tiny values unchanged, NaN.
-  std::vector<float> edge = {8.6f, 9.5f, 1e30f, INFINITY, -8.7f, -1e30f, -INFINITY, -0.0f,
-                             0.0f, 1e-40f, -1e-40f, 1e-30f, NAN, -NAN, 0.5f, -2.0f};
+  std::vector<float> edge = {8.6f, 9.5f,   1e30f,   INFINITY, -8.7f, -1e30f, -INFINITY, -0.0f,
+                             0.0f, 1e-40f, -1e-40f, 1e-30f,   NAN,   -NAN,   0.5f,      -2.0f};
   const std::vector<float> t = fx::tanh(fx::from_vector(edge)).to_vector<float>();
   for (int i = 0; i < 4; ++i) CHECK(t[i] == 1.0f);
   for (int i = 4; i < 7; ++i) CHECK(t[i] == -1.0f);

@@ -19,10 +19,10 @@ namespace fx = fluxion;
 namespace lax = fluxion::lax;
 namespace passes = fluxion::passes;
 
+using fluxion::testing::checked;
 using fluxion::testing::compare_tensors;
 using fluxion::testing::random_tensor;
 using fluxion::testing::to_text;
-using fluxion::testing::checked;
 using Vec = std::vector<fx::Tensor>;
 
 namespace {
@@ -154,7 +154,8 @@ TEST_CASE("cse: literals compare by dtype and value, params must be equal") {
 
 TEST_CASE("cse: constants with equal values merge") {
   fx::Tensor k1 = fx::tensor({1.0, 2.0}), k2 = fx::tensor({1.0, 2.0}), k3 = fx::tensor({1.0, 5.0});
-  fx::Jaxpr j = fx::make_jaxpr([&](const fx::Tensor& x) { return std::make_tuple(x * k1, x * k2, x * k3); })(fx::ones({2}));
+  fx::Jaxpr j =
+      fx::make_jaxpr([&](const fx::Tensor& x) { return std::make_tuple(x * k1, x * k2, x * k3); })(fx::ones({2}));
   CHECK(to_text(j) ==
         "{ lambda a:f64[2] b:f64[2] c:f64[2] ; d:f64[2]. let\n"
         "    e:f64[2] = mul d a\n"
@@ -277,10 +278,10 @@ TEST_CASE("simplify: a broadcast scalar feeding an elementwise op is used direct
 
 TEST_CASE("simplify: transpose, reshape and broadcast chains compose") {
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
-    fx::Tensor t = lax::transpose(lax::transpose(x, {1, 2, 0}), {2, 0, 1});      // identity
-    fx::Tensor u = lax::transpose(lax::transpose(x, {1, 0, 2}), {0, 2, 1});      // (1,2,0)
+    fx::Tensor t = lax::transpose(lax::transpose(x, {1, 2, 0}), {2, 0, 1});  // identity
+    fx::Tensor u = lax::transpose(lax::transpose(x, {1, 0, 2}), {0, 2, 1});  // (1,2,0)
     fx::Tensor r = lax::reshape(lax::reshape(x, {6, 4}), {4, 6});
-    fx::Tensor q = lax::squeeze(lax::expand_dims(r, {0}), {0});                  // r
+    fx::Tensor q = lax::squeeze(lax::expand_dims(r, {0}), {0});  // r
     fx::Tensor b = lax::broadcast_in_dim(lax::broadcast_in_dim(v, {3, 4}, {1}), {2, 3, 4}, {1, 2});
     return std::make_tuple(t, u, q, b);
   })(fx::ones({2, 3, 4}), fx::ones({4}));
@@ -297,7 +298,8 @@ TEST_CASE("simplify: transpose, reshape and broadcast chains compose") {
         "    k:f64[3,4] = broadcast_in_dim[shape=(3,4) broadcast_dimensions=(1,)] b\n"
         "    l:f64[2,3,4] = broadcast_in_dim[shape=(2,3,4) broadcast_dimensions=(1,2)] k\n"
         "  in (d, f, j, l) }");
-  CHECK(to_text(passes::dce(checked(&passes::simplify, j, {random_tensor({2, 3, 4}, fx::f64, 8), random_tensor({4}, fx::f64, 9)}))) ==
+  CHECK(to_text(passes::dce(
+            checked(&passes::simplify, j, {random_tensor({2, 3, 4}, fx::f64, 8), random_tensor({4}, fx::f64, 9)}))) ==
         "{ lambda ; a:f64[2,3,4] b:f64[4]. let\n"
         "    c:f64[3,4,2] = transpose[permutation=(1,2,0)] a\n"
         "    d:f64[4,6] = reshape[new_sizes=(4,6)] a\n"
@@ -377,9 +379,9 @@ TEST_CASE("simplify: select with a known predicate picks its branch") {
 TEST_CASE("simplify: small constant results are folded, large ones are not") {
   fx::Tensor small = fx::tensor({0.5, 1.0, 2.0}), big = fx::ones({40, 30});
   fx::Jaxpr j = fx::make_jaxpr([&](const fx::Tensor& x) {
-    fx::Tensor s = fx::sin(small);                 // 3 elements: a constant
-    fx::Tensor t = fx::sum(small * 2.0);           // rank 0: a literal
-    fx::Tensor u = fx::exp(big);                   // 1200 elements: kept
+    fx::Tensor s = fx::sin(small);        // 3 elements: a constant
+    fx::Tensor t = fx::sum(small * 2.0);  // rank 0: a literal
+    fx::Tensor u = fx::exp(big);          // 1200 elements: kept
     return std::make_tuple(x * s + t, fx::sum(u), lax::mul(fx::scalar(2.0), fx::scalar(3.0)));
   })(fx::ones({3}));
   CHECK(to_text(j) ==
@@ -406,18 +408,19 @@ TEST_CASE("simplify: small constant results are folded, large ones are not") {
 TEST_CASE("simplify: an iota-built identity times a broadcast vector, contracted, is a scaled copy") {
   // 40 x 40 = 1600 elements: too large to fold, so the iota pattern itself is recognised.
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& v, const fx::Tensor& x) {
-    fx::Tensor eye = lax::convert_element_type(
-        lax::eq(lax::iota(fx::i32, {40, 40}, 0), lax::iota(fx::i32, {40, 40}, 1)), fx::f64);
+    fx::Tensor eye =
+        lax::convert_element_type(lax::eq(lax::iota(fx::i32, {40, 40}, 0), lax::iota(fx::i32, {40, 40}, 1)), fx::f64);
     fx::Tensor d = lax::mul(eye, lax::broadcast_in_dim(v, {40, 40}, {1}));
-    fx::Tensor l = lax::dot_general(d, x, {{1}, {0}});        // diag(v) x
-    fx::Tensor r = lax::dot_general(x, eye, {{0}, {1}});      // x^T I
-    fx::Tensor i = lax::iota(fx::i32, {40}, 0);              // jnp.eye's broadcast iotas
+    fx::Tensor l = lax::dot_general(d, x, {{1}, {0}});    // diag(v) x
+    fx::Tensor r = lax::dot_general(x, eye, {{0}, {1}});  // x^T I
+    fx::Tensor i = lax::iota(fx::i32, {40}, 0);           // jnp.eye's broadcast iotas
     fx::Tensor eye2 = lax::convert_element_type(
         lax::eq(lax::broadcast_in_dim(i, {40, 40}, {1}), lax::broadcast_in_dim(i, {40, 40}, {0})), fx::f64);
     fx::Tensor t = lax::dot_general(lax::mul(fx::scalar(2.0), eye2), x, {{0}, {0}});  // 2 I x
     return std::make_tuple(l, r, t);
   })(fx::ones({40}), fx::ones({40, 3}));
-  fx::Jaxpr s = passes::dce(checked(&passes::simplify, j, {random_tensor({40}, fx::f64, 14), random_tensor({40, 3}, fx::f64, 15)}));
+  fx::Jaxpr s = passes::dce(
+      checked(&passes::simplify, j, {random_tensor({40}, fx::f64, 14), random_tensor({40, 3}, fx::f64, 15)}));
   CHECK(basis_products(s, 40) == 0);
   CHECK(to_text(s) ==
         "{ lambda ; a:f64[40] b:f64[40,3]. let\n"
@@ -587,10 +590,18 @@ TEST_CASE("optimize: derivatives of a small network keep their values") {
   Vec args{random_tensor({4, 3}, fx::f64, 60), random_tensor({3}, fx::f64, 61)};
   auto stage = [&](auto f) { return fx::make_jaxpr(f)(args[0], args[1]); };
   std::vector<fx::Jaxpr> jaxprs{
-      stage([&](const fx::Tensor& w, const fx::Tensor& x) { return fx::grad([&](const fx::Tensor& v) { return loss(w, v); })(x); }),
-      stage([&](const fx::Tensor& w, const fx::Tensor& x) { return fx::jacrev([&](const fx::Tensor& v) { return fx::tanh(fx::matmul(v, x)); })(w); }),
-      stage([&](const fx::Tensor& w, const fx::Tensor& x) { return fx::jacfwd([&](const fx::Tensor& v) { return fx::exp(fx::matmul(w, v)); })(x); }),
-      stage([&](const fx::Tensor& w, const fx::Tensor& x) { return fx::hessian([&](const fx::Tensor& v) { return loss(w, v); })(x); }),
+      stage([&](const fx::Tensor& w, const fx::Tensor& x) {
+        return fx::grad([&](const fx::Tensor& v) { return loss(w, v); })(x);
+      }),
+      stage([&](const fx::Tensor& w, const fx::Tensor& x) {
+        return fx::jacrev([&](const fx::Tensor& v) { return fx::tanh(fx::matmul(v, x)); })(w);
+      }),
+      stage([&](const fx::Tensor& w, const fx::Tensor& x) {
+        return fx::jacfwd([&](const fx::Tensor& v) { return fx::exp(fx::matmul(w, v)); })(x);
+      }),
+      stage([&](const fx::Tensor& w, const fx::Tensor& x) {
+        return fx::hessian([&](const fx::Tensor& v) { return loss(w, v); })(x);
+      }),
   };
   for (const fx::Jaxpr& j : jaxprs) {
     fx::Jaxpr o = checked(&passes::optimize, j, args);

@@ -57,8 +57,9 @@ int64_t largest_value(const fx::Jaxpr& j, const std::string& name) {
 
 /// dot_general(broadcast_in_dim(x, shape, dims), y) or, with `on_rhs`, dot_general(y, broadcast(x));
 /// with `reduced`, summed over its last dim.
-fx::Jaxpr broadcast_product(const fx::Tensor& x, const fx::Tensor& y, const fx::Shape& shape, const std::vector<int64_t>& dims,
-                            const fx::AxisPair& contract, const fx::AxisPair& batch, bool on_rhs, bool reduced) {
+fx::Jaxpr broadcast_product(const fx::Tensor& x, const fx::Tensor& y, const fx::Shape& shape,
+                            const std::vector<int64_t>& dims, const fx::AxisPair& contract, const fx::AxisPair& batch,
+                            bool on_rhs, bool reduced) {
   return fx::make_jaxpr([&](const fx::Tensor& a, const fx::Tensor& b) {
     fx::Tensor s = lax::broadcast_in_dim(a, shape, dims);
     fx::Tensor p = on_rhs ? lax::dot_general(b, s, contract, batch) : lax::dot_general(s, b, contract, batch);
@@ -100,7 +101,8 @@ TEST_CASE("products: a broadcast operand's constant dims are skipped by the prod
         Vec args{random_tensor(c.x, dtype, 70), random_tensor(c.y, dtype, 71)};
         // Reduced, the product is always rewritten: a transpose it needs moves into the sum. Not
         // where a float x would be taken out of a sum over a contracted dim (x Σ y for Σ x y).
-        fx::Jaxpr j = broadcast_product(args[0], args[1], c.shape, c.dims, side(c.contract), side(c.batch), on_rhs, true);
+        fx::Jaxpr j =
+            broadcast_product(args[0], args[1], c.shape, c.dims, side(c.contract), side(c.batch), on_rhs, true);
         fx::Jaxpr out = passes::dce(checked(&passes::simplify, j, args));
         bool sums_out_x = false;  // some contracted dim of the broadcast (of size > 1) is constant
         for (int64_t d : c.contract.first) {
@@ -176,7 +178,8 @@ TEST_CASE("products: a difference of broadcasts is distributed over an integer p
 
 TEST_CASE("products: an integer sum is not distributed when that would cost more") {
   const int64_t K = 4, n = 7, d = 3;
-  Vec args{random_tensor({K, n, d}, fx::i32, 83), random_tensor({K, d}, fx::i32, 84), random_tensor({K, d, d}, fx::i32, 85)};
+  Vec args{random_tensor({K, n, d}, fx::i32, 83), random_tensor({K, d}, fx::i32, 84),
+           random_tensor({K, d, d}, fx::i32, 85)};
   auto count_products = [&](auto f) {
     fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2]);
     return equations_of(checked(&passes::optimize, j, args), "dot_general").size();
@@ -201,9 +204,9 @@ TEST_CASE("products: an integer sum is not distributed when that would cost more
 
 TEST_CASE("products: a transpose moves past elementwise ops into the reduction after them") {
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& v) {
-    fx::Tensor t = lax::transpose(x, {1, 2, 0});                                // [3, 4, 2]
+    fx::Tensor t = lax::transpose(x, {1, 2, 0});                                  // [3, 4, 2]
     fx::Tensor y = lax::mul(t, t) - lax::broadcast_in_dim(v, {3, 4, 2}, {0, 1});  // v: [3, 4]
-    return lax::reduce_max(lax::exp(y), {1});                                    // [3, 2]
+    return lax::reduce_max(lax::exp(y), {1});                                     // [3, 2]
   })(fx::ones({2, 3, 4}), fx::ones({3, 4}));
   fx::Jaxpr out = passes::dce(
       checked(&passes::simplify, j, {random_tensor({2, 3, 4}, fx::f64, 86), random_tensor({3, 4}, fx::f64, 87)}));
@@ -222,14 +225,14 @@ TEST_CASE("products: a transpose keeping the free dims' order is absorbed by the
   // GMM's factor: r [k, j, l] transposed to [k, l, j] and read by two products, each of which
   // then reads r in place (as a transposed matrix per batch).
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& m, const fx::Tensor& r) {
-    fx::Tensor s = lax::transpose(r, {0, 2, 1});                          // [3, 4, 4]
-    fx::Tensor t = lax::dot_general(x, s, {{1}, {1}}, {{}, {}});           // [5, 3, 4]
-    fx::Tensor u = lax::dot_general(m, s, {{1}, {1}}, {{0}, {0}});         // [3, 4]
+    fx::Tensor s = lax::transpose(r, {0, 2, 1});                    // [3, 4, 4]
+    fx::Tensor t = lax::dot_general(x, s, {{1}, {1}}, {{}, {}});    // [5, 3, 4]
+    fx::Tensor u = lax::dot_general(m, s, {{1}, {1}}, {{0}, {0}});  // [3, 4]
     return t - lax::broadcast_in_dim(u, {5, 3, 4}, {1, 2});
   })(fx::ones({5, 4}), fx::ones({3, 4}), fx::ones({3, 4, 4}));
-  fx::Jaxpr out = passes::dce(checked(&passes::simplify, j,
-                                      {random_tensor({5, 4}, fx::f64, 90), random_tensor({3, 4}, fx::f64, 91),
-                                       random_tensor({3, 4, 4}, fx::f64, 92)}));
+  fx::Jaxpr out = passes::dce(checked(
+      &passes::simplify, j,
+      {random_tensor({5, 4}, fx::f64, 90), random_tensor({3, 4}, fx::f64, 91), random_tensor({3, 4, 4}, fx::f64, 92)}));
   CHECK(to_text(out) ==
         "{ lambda ; a:f64[5,4] b:f64[3,4] c:f64[3,4,4]. let\n"
         "    d:f64[5,3,4] = dot_general[contract=((1,),(2,)) batch=((),())] a c\n"
@@ -240,7 +243,8 @@ TEST_CASE("products: a transpose keeping the free dims' order is absorbed by the
 }
 
 TEST_CASE("products: a transpose that reorders free dims, or is shared and would be copied, stays") {
-  const Vec args{random_tensor({4, 3}, fx::f64, 93), random_tensor({2, 3, 4}, fx::f64, 94), random_tensor({3, 5}, fx::f64, 95)};
+  const Vec args{random_tensor({4, 3}, fx::f64, 93), random_tensor({2, 3, 4}, fx::f64, 94),
+                 random_tensor({3, 5}, fx::f64, 95)};
   // Swapping the free dims of y would reorder the output: kept.
   fx::Jaxpr swapped = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor&) {
     return lax::dot_general(x, lax::transpose(y, {2, 0, 1}), {{1}, {2}}, {{}, {}});  // [4, 4, 2]
@@ -287,7 +291,7 @@ TEST_CASE("products: a sum over free dims of an integer product is taken on the 
   const Vec args{random_tensor({3, 5, 2, 6}, fx::i32, 98), random_tensor({3, 7, 2}, fx::i32, 99)};
   fx::Jaxpr mixed = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& y) {
     fx::Tensor p = lax::dot_general(x, y, {{2}, {2}}, {{0}, {0}});  // [3, 5, 6, 7]
-    return lax::reduce_sum(p, {0, 2, 3});                          // [5]
+    return lax::reduce_sum(p, {0, 2, 3});                           // [5]
   })(args[0], args[1]);
   fx::Jaxpr m = passes::dce(checked(&passes::simplify, mixed, args));
   REQUIRE(equations_of(m, "dot_general").size() == 1);
@@ -296,8 +300,8 @@ TEST_CASE("products: a sum over free dims of an integer product is taken on the 
     fx::Tensor p = lax::dot_general(x, y, {{2}, {2}}, {{0}, {0}});
     return lax::reduce_sum(p, {2}) + lax::reduce_sum(p, {3});
   })(fx::ones({3, 5, 2, 6}, fx::i32), fx::ones({3, 6, 2}, fx::i32));
-  fx::Jaxpr sh = passes::dce(checked(&passes::simplify, shared,
-                                     {random_tensor({3, 5, 2, 6}, fx::i32, 100), random_tensor({3, 6, 2}, fx::i32, 101)}));
+  fx::Jaxpr sh = passes::dce(checked(
+      &passes::simplify, shared, {random_tensor({3, 5, 2, 6}, fx::i32, 100), random_tensor({3, 6, 2}, fx::i32, 101)}));
   REQUIRE(equations_of(sh, "dot_general").size() == 1);
   CHECK(sh.avals[equations_of(sh, "dot_general")[0]->outputs[0]].shape == fx::Shape{3, 5, 6, 6});
 }
@@ -310,7 +314,8 @@ namespace {
 size_t grams(const fx::Jaxpr& j) { return equations_of(j, "gram").size(); }
 size_t square_products(const fx::Jaxpr& j, int64_t d) {
   size_t n = 0;
-  for (const fx::Equation* e : equations_of(j, "dot_general")) n += j.avals[e->outputs[0]].shape.num_elements() == d * d;
+  for (const fx::Equation* e : equations_of(j, "dot_general"))
+    n += j.avals[e->outputs[0]].shape.num_elements() == d * d;
   return n;
 }
 
@@ -344,7 +349,8 @@ TEST_CASE("symmetric: the Hessian of a logistic loss is one gram product and no 
     CHECK_MESSAGE(largest_value(out, "transpose") < d * d, to_text(out));
     // Nothing n x d-sized is computed but what the gram reads: x itself.
     for (const fx::Equation& e : out.equations)
-      if (e.primitive->name != "gram") CHECK_MESSAGE(out.avals[e.outputs[0]].shape.num_elements() < n * d, to_text(out));
+      if (e.primitive->name != "gram")
+        CHECK_MESSAGE(out.avals[e.outputs[0]].shape.num_elements() < n * d, to_text(out));
   }
 }
 
@@ -355,19 +361,24 @@ TEST_CASE("symmetric: products of one matrix scaled along the contracted dim bec
     return lax::broadcast_in_dim(v, like.shape(), {0});
   };
   const std::vector<std::pair<const char*, F>> rewritten{
-      {"x^T x", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+      {"x^T x",
+       [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
          return lax::dot_general(x, x, {{0}, {0}}, {});
        }},
-      {"x^T diag(s) x", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+      {"x^T diag(s) x",
+       [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
          return lax::dot_general(lax::mul(x, row(s, x)), x, {{0}, {0}}, {});
        }},
-      {"(x s)^T (x t), scales on both sides", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor& t) {
+      {"(x s)^T (x t), scales on both sides",
+       [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor& t) {
          return lax::dot_general(lax::mul(row(s, x), x), lax::mul(x, row(t, x)), {{0}, {0}}, {});
        }},
-      {"transpose(x) as a matrix", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+      {"transpose(x) as a matrix",
+       [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
          return lax::dot_general(lax::transpose(x, {1, 0}), lax::div(x, row(s, x)), {{1}, {0}}, {});
        }},
-      {"x stored [d, n], contracted along dim 1", [](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+      {"x stored [d, n], contracted along dim 1",
+       [](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
          fx::Tensor xt = lax::transpose(x, {1, 0});
          return lax::dot_general(xt, lax::mul(xt, lax::broadcast_in_dim(s, {d, n}, {1})), {{1}, {1}}, {});
        }},
@@ -377,21 +388,25 @@ TEST_CASE("symmetric: products of one matrix scaled along the contracted dim bec
          fx::Tensor b = lax::sub(lax::mul(a, fx::full({}, 0.5, x.dtype())), lax::mul(x, row(t, x)));
          return lax::dot_general(x, b, {{0}, {0}}, {});
        }},
-      {"size-1 dims added by broadcast and reshape", [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+      {"size-1 dims added by broadcast and reshape",
+       [&](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
          fx::Tensor l = lax::broadcast_in_dim(lax::transpose(x, {1, 0}), {d, 1, n}, {0, 2});
          fx::Tensor sc = lax::broadcast_in_dim(lax::reshape(s, {1, n}), {d, 1, n}, {1, 2});
          return lax::reshape(lax::dot_general(lax::mul(l, sc), x, {{2}, {0}}, {}), {d, d});
        }},
   };
   const std::vector<std::pair<const char*, F>> kept{
-      {"x^T y", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+      {"x^T y",
+       [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
          return lax::dot_general(x, lax::exp(x), {{0}, {0}}, {});
        }},
-      {"scale along the free dim", [](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
+      {"scale along the free dim",
+       [](const fx::Tensor& x, const fx::Tensor& s, const fx::Tensor&) {
          fx::Tensor v = lax::slice(lax::concatenate({s, s}, 0), {0}, {d});  // [d]
          return lax::dot_general(lax::mul(x, lax::broadcast_in_dim(v, {n, d}, {1})), x, {{0}, {0}}, {});
        }},
-      {"x times x elementwise", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+      {"x times x elementwise",
+       [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
          return lax::dot_general(lax::mul(x, x), x, {{0}, {0}}, {});
        }},
       {"x x^T contracted along d is [n, n]: kept only when below the size threshold",
@@ -399,7 +414,8 @@ TEST_CASE("symmetric: products of one matrix scaled along the contracted dim bec
          fx::Tensor small = lax::slice(x, {0, 0}, {8, 8});
          return lax::dot_general(small, small, {{1}, {1}}, {});
        }},
-      {"batched", [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
+      {"batched",
+       [](const fx::Tensor& x, const fx::Tensor&, const fx::Tensor&) {
          fx::Tensor b = lax::reshape(x, {2, n / 2, d});
          return lax::dot_general(b, b, {{1}, {1}}, {{0}, {0}});
        }},
@@ -454,8 +470,8 @@ TEST_CASE("simplify: +2^k and integer factors move past a sum of the value they 
         "    e:f64[50] = mul d 4.0:f64[]\n"
         "  in (e,) }");
   const Vec ints{random_tensor({4, 50, 3}, fx::i32, 98), random_tensor({}, fx::i32, 99)};
-  fx::Jaxpr i = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& c) { return lax::reduce_sum(lax::mul(x, c), {1}); })(
-      ints[0], ints[1]);
+  fx::Jaxpr i = fx::make_jaxpr(
+      [](const fx::Tensor& x, const fx::Tensor& c) { return lax::reduce_sum(lax::mul(x, c), {1}); })(ints[0], ints[1]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, i, ints))) ==
         "{ lambda ; a:i32[4,50,3] b:i32[]. let\n"
         "    c:i32[4,3] = reduce_sum[axes=(1,)] a\n"
@@ -530,7 +546,8 @@ TEST_CASE("simplify: a + a is a * 2, scalar factors fold where exact, size-1 bro
 TEST_CASE("siblings: matrix-vector products of one large matrix are one product of the stacked vectors") {
   // 300 x 300 = 90000 elements: above kMinSharedElements. The matrix as lhs (X a, X b) and as rhs
   // (a X, b X): each pair becomes a stack, one product and a slice per vector; values equal.
-  Vec args{random_tensor({300, 300}, fx::f64, 71), random_tensor({300}, fx::f64, 72), random_tensor({300}, fx::f64, 73)};
+  Vec args{random_tensor({300, 300}, fx::f64, 71), random_tensor({300}, fx::f64, 72),
+           random_tensor({300}, fx::f64, 73)};
   fx::Jaxpr j = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b) {
     return std::make_tuple(fx::matmul(x, a), fx::matmul(x, b) * 2.0, fx::matmul(a, x), fx::matmul(b, x));
   })(args[0], args[1], args[2]);
@@ -553,17 +570,20 @@ TEST_CASE("siblings: matrix-vector products of one large matrix are one product 
         "    q:f64[300] = mul n 2.0:f64[]\n"
         "  in (p, q, k, i) }");
   // A small matrix, vectors of different lengths, or products with other params stay.
-  Vec small{random_tensor({100, 100}, fx::f64, 74), random_tensor({100}, fx::f64, 75), random_tensor({100}, fx::f64, 76)};
+  Vec small{random_tensor({100, 100}, fx::f64, 74), random_tensor({100}, fx::f64, 75),
+            random_tensor({100}, fx::f64, 76)};
   fx::Jaxpr kept = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b) {
     return std::make_tuple(fx::matmul(x, a), fx::matmul(x, b));
   })(small[0], small[1], small[2]);
   CHECK(to_text(passes::dce(checked(&passes::simplify, kept, small))) == to_text(kept));
-  Vec mixed{random_tensor({300, 300}, fx::f64, 77), random_tensor({300}, fx::f64, 78), random_tensor({300}, fx::f64, 79)};
+  Vec mixed{random_tensor({300, 300}, fx::f64, 77), random_tensor({300}, fx::f64, 78),
+            random_tensor({300}, fx::f64, 79)};
   fx::Jaxpr other = fx::make_jaxpr([](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b) {
     return std::make_tuple(fx::matmul(x, a), fx::matmul(b, x), fx::matmul(x, fx::matmul(x, b)));
   })(mixed[0], mixed[1], mixed[2]);
   // X a, b X, X (X b): X b pairs with X a, X (X b) cannot (its vector is X b itself); the
   // equations stay correct and no product more is made.
   const fx::Jaxpr merged = passes::dce(checked(&passes::simplify, other, mixed));
-  CHECK_MESSAGE(equations_of(merged, "dot_general").size() <= equations_of(other, "dot_general").size(), to_text(merged));
+  CHECK_MESSAGE(equations_of(merged, "dot_general").size() <= equations_of(other, "dot_general").size(),
+                to_text(merged));
 }

@@ -69,8 +69,11 @@ TEST_CASE("jit: calls with rules of their own are inlined and cleaned up when pl
 
 TEST_CASE("scan: the body is optimized and planned once, not per call or per step") {
   auto f = fx::jit([](const Tensor& init, const Tensor& xs) {
-    return fx::scan([](const Tensor& c, const Tensor& x) { return std::pair{fx::tanh(c * x + 1.0), c * 2.0}; }, init,
-                    xs);
+    return fx::scan(
+        [](const Tensor& c, const Tensor& x) {
+          return std::pair{fx::tanh(c * x + 1.0), c * 2.0};
+        },
+        init, xs);
   });
   const Tensor init = fx::testing::random_tensor({3}, fx::f64, 6);
   const Tensor xs = fx::testing::random_tensor({5, 3}, fx::f64, 7);

@@ -35,7 +35,8 @@ std::vector<fx::Tensor> equation_inputs(const fx::Jaxpr& j, const fx::testing::S
 // tolerance of compare_tensors cannot see the sign of zero (neg(+0) = -0, sqrt(-0) = -0).
 std::string zero_sign_mismatch(const fx::Tensor& a, const fx::Tensor& b) {
   if (!fx::is_floating(a.dtype()) || a.dtype() != b.dtype() || a.size() != b.size()) return "";
-  const std::vector<double> x = fx::astype(a, fx::f64).to_vector<double>(), y = fx::astype(b, fx::f64).to_vector<double>();
+  const std::vector<double> x = fx::astype(a, fx::f64).to_vector<double>(),
+                            y = fx::astype(b, fx::f64).to_vector<double>();
   for (size_t i = 0; i < x.size(); ++i)
     if (x[i] == 0 && y[i] == 0 && std::signbit(x[i]) != std::signbit(y[i]))
       return "zeros of different signs at flat index " + std::to_string(i);
@@ -83,7 +84,8 @@ TEST_CASE("registry: cpu kernels equal reference kernels and shape rules match, 
         REQUIRE(ref.size() == s.expected.size());
         REQUIRE(cpu.size() == s.expected.size());
         for (size_t k = 0; k < ref.size(); ++k) {
-          CHECK_MESSAGE(ref[k].aval() == s.expected[k], "shape rule gave " << ref[k].aval() << ", expected " << s.expected[k]);
+          CHECK_MESSAGE(ref[k].aval() == s.expected[k],
+                        "shape rule gave " << ref[k].aval() << ", expected " << s.expected[k]);
           std::string diff = fx::testing::compare_tensors(cpu[k], ref[k], &worst[p->name]);
           CHECK_MESSAGE(diff.empty(), "cpu vs reference: " << diff);
           diff = zero_sign_mismatch(cpu[k], ref[k]);
@@ -96,8 +98,8 @@ TEST_CASE("registry: cpu kernels equal reference kernels and shape rules match, 
       }
     }
   }
-  std::cout << "[primitives] " << checks << " cpu-vs-reference output checks over "
-            << fx::all_primitives().size() << " primitives\n";
+  std::cout << "[primitives] " << checks << " cpu-vs-reference output checks over " << fx::all_primitives().size()
+            << " primitives\n";
   for (const auto& [name, w] : worst)
     if (w > 0) std::cout << "  worst relative error " << name << ": " << w << "\n";
 }

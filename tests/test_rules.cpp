@@ -112,7 +112,8 @@ void check_derivatives(const DiffCase& c, uint64_t seed) {
   Vec jt = fx::jvp([&](const Vec& xs) { return c.g(xs); }, std::make_tuple(c.x), std::make_tuple(t1)).second;
   Vec jtct = std::get<0>(pullback(w));
   stats().record(name, num(inner(w, jt)), num(inner(jtct, t1)), 1e-10, 1e-10);
-  CHECK_MESSAGE(std::fabs(fwd - fd1) <= kAtol + kRtol * std::fabs(fd1), name << " " << c.sample.label << ": jvp " << fwd << " vs fd " << fd1);
+  CHECK_MESSAGE(std::fabs(fwd - fd1) <= kAtol + kRtol * std::fabs(fd1),
+                name << " " << c.sample.label << ": jvp " << fwd << " vs fd " << fd1);
 
   // Second order: t2^T H t1 by fwd∘fwd, fwd∘rev, rev∘fwd, rev∘rev against a difference of jvps.
   auto d1 = [&](const Vec& xs) { return fx::jvp(s, std::make_tuple(xs), std::make_tuple(t1)).second; };
@@ -124,10 +125,14 @@ void check_derivatives(const DiffCase& c, uint64_t seed) {
   double rr = num(inner(fx::grad(d1_rev)(c.x), t2));
   // Second differences lose about half the digits: 1e-6 steps on a 1e-16 grid.
   for (double v : {ff, fr, rf, rr}) stats().record(name, v, fd2, 1e-4, 1e-4);
-  CHECK_MESSAGE(std::fabs(ff - fd2) <= 1e-4 + 1e-4 * std::fabs(fd2), name << " " << c.sample.label << ": fwd∘fwd " << ff << " vs fd " << fd2);
-  CHECK_MESSAGE(std::fabs(rr - ff) <= 1e-9 + 1e-9 * std::fabs(ff), name << " " << c.sample.label << ": rev∘rev " << rr << " vs fwd∘fwd " << ff);
-  CHECK_MESSAGE(std::fabs(fr - ff) <= 1e-9 + 1e-9 * std::fabs(ff), name << " " << c.sample.label << ": fwd∘rev " << fr << " vs fwd∘fwd " << ff);
-  CHECK_MESSAGE(std::fabs(rf - ff) <= 1e-9 + 1e-9 * std::fabs(ff), name << " " << c.sample.label << ": rev∘fwd " << rf << " vs fwd∘fwd " << ff);
+  CHECK_MESSAGE(std::fabs(ff - fd2) <= 1e-4 + 1e-4 * std::fabs(fd2),
+                name << " " << c.sample.label << ": fwd∘fwd " << ff << " vs fd " << fd2);
+  CHECK_MESSAGE(std::fabs(rr - ff) <= 1e-9 + 1e-9 * std::fabs(ff),
+                name << " " << c.sample.label << ": rev∘rev " << rr << " vs fwd∘fwd " << ff);
+  CHECK_MESSAGE(std::fabs(fr - ff) <= 1e-9 + 1e-9 * std::fabs(ff),
+                name << " " << c.sample.label << ": fwd∘rev " << fr << " vs fwd∘fwd " << ff);
+  CHECK_MESSAGE(std::fabs(rf - ff) <= 1e-9 + 1e-9 * std::fabs(ff),
+                name << " " << c.sample.label << ": rev∘fwd " << rf << " vs fwd∘fwd " << ff);
 }
 
 // ---- vmap against a loop ----
@@ -151,9 +156,8 @@ fx::Tensor example(const fx::Tensor& batched, int64_t axis, int64_t b) {
   return fx::squeeze(fx::slice(batched, start, limit), {axis});
 }
 
-template <size_t... I>
-Vec vmap_apply(const fx::testing::Sample& s, const Vec& args, const std::vector<std::optional<int64_t>>& axes,
-               std::index_sequence<I...>) {
+template <size_t... I> Vec vmap_apply(const fx::testing::Sample& s, const Vec& args,
+                                      const std::vector<std::optional<int64_t>>& axes, std::index_sequence<I...>) {
   auto f = [&](const decltype((void)I, fx::Tensor())&... a) { return s.fn(Vec{a...}); };
   fx::InAxes in{axes};
   return fx::vmap(f, in)(args[I]...);
@@ -247,7 +251,8 @@ TEST_CASE("rules: derivatives against finite differences, to second order in eve
       check_derivatives(*c, seed += 7);
     }
   }
-  std::cout << "[rules] derivative checks: " << stats().checks << " run, " << stats().checks - stats().failures << " passed\n";
+  std::cout << "[rules] derivative checks: " << stats().checks << " run, " << stats().checks - stats().failures
+            << " passed\n";
   CHECK(stats().failures == 0);
 }
 
@@ -264,13 +269,16 @@ TEST_CASE("rules: f32 derivatives agree with f64 derivatives") {
       if (!c64 || !c32 || c32->x[0].dtype() != fx::f32) continue;
       CAPTURE(p->name);
       CAPTURE(s32[i].label);
-      auto s = [](const DiffCase& c) { return [&c](const Vec& xs) { return fx::sum(fx::astype(c.g(xs)[0], fx::f64)); }; };
+      auto s = [](const DiffCase& c) {
+        return [&c](const Vec& xs) { return fx::sum(fx::astype(c.g(xs)[0], fx::f64)); };
+      };
       Vec g64 = fx::grad(s(*c64))(c64->x), g32 = fx::grad(s(*c32))(c32->x);
       for (size_t k = 0; k < g64.size(); ++k) {
         auto a = g32[k].to_vector<double>(), b = g64[k].to_vector<double>();
         for (size_t e = 0; e < a.size(); ++e) {
           ++checks;
-          CHECK_MESSAGE(std::fabs(a[e] - b[e]) <= 1e-3 + 1e-3 * std::fabs(b[e]), p->name << " element " << e << ": f32 " << a[e] << " f64 " << b[e]);
+          CHECK_MESSAGE(std::fabs(a[e] - b[e]) <= 1e-3 + 1e-3 * std::fabs(b[e]),
+                        p->name << " element " << e << ": f32 " << a[e] << " f64 " << b[e]);
         }
       }
     }
@@ -359,7 +367,8 @@ TEST_CASE("rules: composition matrix per primitive (vmap∘jvp, vmap∘vjp, vjp�
         CHECK_MESSAGE(d.empty(), p->name << " " << sample.label << ": " << d);
       };
       // vmap∘jvp: a batch of tangents at once.
-      Vec vj = fx::vmap([&](const Vec& t) { return fx::jvp(g, std::make_tuple(dc.x), std::make_tuple(t)).second; })(batched_t);
+      Vec vj = fx::vmap([&](const Vec& t) { return fx::jvp(g, std::make_tuple(dc.x), std::make_tuple(t)).second; })(
+          batched_t);
       Vec j0 = fx::jvp(g, std::make_tuple(dc.x), std::make_tuple(ts0)).second;
       close(example(vj[0], 0, 0), j0[0]);
       // vmap∘vjp: a batch of cotangents through one pullback.
@@ -388,7 +397,9 @@ TEST_CASE("rules: composition matrix per primitive (vmap∘jvp, vmap∘vjp, vjp�
       })(x1);
       close(example(gb[0], 0, 1), g1[0]);
       // vmap∘jvp∘vjp: Hessian-vector products for a batch of vectors.
-      Vec hv = fx::vmap([&](const Vec& t) { return fx::jvp(fx::grad(s), std::make_tuple(dc.x), std::make_tuple(t)).second; })(batched_t);
+      Vec hv = fx::vmap([&](const Vec& t) {
+        return fx::jvp(fx::grad(s), std::make_tuple(dc.x), std::make_tuple(t)).second;
+      })(batched_t);
       Vec h1 = fx::jvp(fx::grad(s), std::make_tuple(dc.x), std::make_tuple(ts1)).second;
       close(example(hv[0], 0, 1), h1[0]);
       // hessian in the first floating input: symmetric, and H·t equals the hvp.

@@ -27,23 +27,52 @@ template <class T> constexpr bool kF32 = std::is_same_v<T, float>;
 
 /// The inputs: signed zeros, infinities, NaNs, subnormals, the normal extremes, huge and tiny
 /// values, halfway cases of rounding, odd integers at the edge of exactness, ordinary values.
-template <class T>
-std::vector<T> special_values() {
+template <class T> std::vector<T> special_values() {
   using L = std::numeric_limits<T>;
   const T huge = kF32<T> ? T(1e30) : T(1e300), odd = kF32<T> ? T(8388609.0) : T(4503599627370497.0);
-  return {T(0),        -T(0),       L::infinity(), -L::infinity(), L::quiet_NaN(), -L::quiet_NaN(),
-          L::denorm_min(), -L::denorm_min(), L::min() / T(3), -L::min() / T(3), L::min(), -L::min(),
-          L::max(),    -L::max(),   huge,          -huge,          T(1),           T(-1),
-          T(0.5),      T(-0.5),     T(1.5),        T(2.5),         T(-2.5),        T(3.5),
-          std::nextafter(T(0.5), T(0)), -std::nextafter(T(0.5), T(0)), odd, -odd, T(0.75), T(-3.25),
-          T(100),      T(-100),     T(1e-3),       T(-7e5),        T(20),          T(-0.1)};
+  return {T(0),
+          -T(0),
+          L::infinity(),
+          -L::infinity(),
+          L::quiet_NaN(),
+          -L::quiet_NaN(),
+          L::denorm_min(),
+          -L::denorm_min(),
+          L::min() / T(3),
+          -L::min() / T(3),
+          L::min(),
+          -L::min(),
+          L::max(),
+          -L::max(),
+          huge,
+          -huge,
+          T(1),
+          T(-1),
+          T(0.5),
+          T(-0.5),
+          T(1.5),
+          T(2.5),
+          T(-2.5),
+          T(3.5),
+          std::nextafter(T(0.5), T(0)),
+          -std::nextafter(T(0.5), T(0)),
+          odd,
+          -odd,
+          T(0.75),
+          T(-3.25),
+          T(100),
+          T(-100),
+          T(1e-3),
+          T(-7e5),
+          T(20),
+          T(-0.1)};
 }
 
 /// One primitive: its op, the C library's result, and how closely the kernels must follow it.
 struct UnaryCase {
   std::string name;
   std::function<fx::Tensor(const fx::Tensor&)> op;
-  bool exact;         // correctly rounded: the C library's bits
+  bool exact;           // correctly rounded: the C library's bits
   double ulp32, ulp64;  // otherwise: the bound on the error against the C library, in ulp
 };
 
@@ -76,8 +105,7 @@ const std::vector<UnaryCase>& unary_cases() {
 /// What the C library gives (`sign` has no C function: XLA's, ±0 and NaN kept; logistic is
 /// 1 / (1 + exp(-x)) in T; rsqrt 1 / sqrt). exp is 0 below -87 (f32) and -708 (f64), where its
 /// results leave the normal range: the documented flush (backends/cpu/special_functions.hpp).
-template <class T>
-T c_result(const std::string& name, T x) {
+template <class T> T c_result(const std::string& name, T x) {
   if (name == "neg") return -x;
   if (name == "abs") return std::fabs(x);
   if (name == "sign") return x > 0 ? T(1) : x < 0 ? T(-1) : x;
@@ -100,14 +128,10 @@ T c_result(const std::string& name, T x) {
   return x;
 }
 
-template <class T>
-bool same_bits(T a, T b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
+template <class T> bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
 
 /// "" when `got` follows `want` as the case requires, else what differs.
-template <class T>
-std::string mismatch(T got, T want, bool exact, double ulps) {
+template <class T> std::string mismatch(T got, T want, bool exact, double ulps) {
   std::ostringstream os;
   os.precision(std::numeric_limits<T>::max_digits10);
   os << "got " << got << ", the C library " << want;
@@ -122,10 +146,7 @@ std::string mismatch(T got, T want, bool exact, double ulps) {
   return os.str();
 }
 
-template <class T>
-double bound(const UnaryCase& c) {
-  return kF32<T> ? c.ulp32 : c.ulp64;
-}
+template <class T> double bound(const UnaryCase& c) { return kF32<T> ? c.ulp32 : c.ulp64; }
 
 /// Checks out[i] against the C library's result for in[i], naming `path` on failure.
 template <class T>
@@ -133,23 +154,20 @@ void check_against_c(const UnaryCase& c, const std::string& path, const std::vec
   REQUIRE(in.size() == out.size());
   for (size_t i = 0; i < in.size(); ++i) {
     const std::string diff = mismatch(out[i], c_result(c.name, in[i]), c.exact, bound<T>(c));
-    if (!diff.empty()) FAIL_CHECK(c.name << "(" << in[i] << ") at " << i << " of " << in.size() << ", " << path << ": " << diff);
+    if (!diff.empty())
+      FAIL_CHECK(c.name << "(" << in[i] << ") at " << i << " of " << in.size() << ", " << path << ": " << diff);
   }
 }
 
 /// n values cycling through the special values, starting at `shift`.
-template <class T>
-std::vector<T> cycle(size_t n, size_t shift) {
+template <class T> std::vector<T> cycle(size_t n, size_t shift) {
   const std::vector<T> s = special_values<T>();
   std::vector<T> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = s[(i + shift) % s.size()];
   return v;
 }
 
-template <class T>
-std::vector<T> values_of(const fx::Tensor& t) {
-  return t.to_vector<T>();
-}
+template <class T> std::vector<T> values_of(const fx::Tensor& t) { return t.to_vector<T>(); }
 
 const fx::Primitive& primitive_of(const UnaryCase& c, fx::DType dtype) {
   fx::Jaxpr j = fx::make_jaxpr([&](const fx::Tensor& x) { return c.op(x); })(fx::zeros({2}, dtype));
@@ -157,8 +175,7 @@ const fx::Primitive& primitive_of(const UnaryCase& c, fx::DType dtype) {
   return *j.equations[0].primitive;
 }
 
-template <class T>
-void check_unary_paths(const UnaryCase& c) {
+template <class T> void check_unary_paths(const UnaryCase& c) {
   const fx::DType dtype = fx::dtype_of_v<T>;
   const size_t count = special_values<T>().size();
   // Eager: lengths with only a tail, one vector, vectors and a tail; every value at every offset.
@@ -184,7 +201,8 @@ void check_unary_paths(const UnaryCase& c) {
     const void* ptr = in.data() + 1;  // one element past the (aligned) start
     const bool scalar = false;
     block(dtype, &ptr, &scalar, out.data() + 1, n, dtype);
-    check_against_c(c, "block kernel", std::vector<T>(in.begin() + 1, in.end()), std::vector<T>(out.begin() + 1, out.end()));
+    check_against_c(c, "block kernel", std::vector<T>(in.begin() + 1, in.end()),
+                    std::vector<T>(out.begin() + 1, out.end()));
   }
   for (T v : special_values<T>()) {
     std::vector<T> out(9);
@@ -197,20 +215,26 @@ void check_unary_paths(const UnaryCase& c) {
   // jit (its own kernels, or a fused group), constant folding (the kernel on a constant), and
   // the reference backend; jit and folding must give eager's bits.
   const std::vector<T> jitted = values_of<T>(fx::jit([&](const fx::Tensor& a) { return c.op(a); })(x));
-  const std::vector<T> folded = values_of<T>(fx::jit([&](const fx::Tensor& one) { return one * c.op(x); })(fx::ones({1000}, dtype)));
+  const std::vector<T> folded =
+      values_of<T>(fx::jit([&](const fx::Tensor& one) { return one * c.op(x); })(fx::ones({1000}, dtype)));
   for (size_t i = 0; i < long_in.size(); ++i) {
     CAPTURE(long_in[i]);
-    CHECK_MESSAGE((same_bits(jitted[i], eager[i]) || (std::isnan(jitted[i]) && std::isnan(eager[i]))), c.name << " jit " << jitted[i] << " eager " << eager[i]);
-    CHECK_MESSAGE((same_bits(folded[i], eager[i]) || (std::isnan(folded[i]) && std::isnan(eager[i]))), c.name << " folded " << folded[i] << " eager " << eager[i]);
+    CHECK_MESSAGE((same_bits(jitted[i], eager[i]) || (std::isnan(jitted[i]) && std::isnan(eager[i]))),
+                  c.name << " jit " << jitted[i] << " eager " << eager[i]);
+    CHECK_MESSAGE((same_bits(folded[i], eager[i]) || (std::isnan(folded[i]) && std::isnan(eager[i]))),
+                  c.name << " folded " << folded[i] << " eager " << eager[i]);
   }
-  const auto reference = fx::eval_primitive(p, {x}, *fx::make_jaxpr([&](const fx::Tensor& a) { return c.op(a); })(x).equations[0].params,
-                                            fx::Backend::reference);
+  const auto reference =
+      fx::eval_primitive(p, {x}, *fx::make_jaxpr([&](const fx::Tensor& a) { return c.op(a); })(x).equations[0].params,
+                         fx::Backend::reference);
   const std::vector<T> ref = values_of<T>(reference[0]);
   for (size_t i = 0; i < long_in.size(); ++i) {
     // The reference computes in long double and rounds once: within one ulp of the C library
     // (exact where that is correctly rounded), its special-value class, no flush to zero.
     const T x_i = long_in[i];
-    T want = c.name == "exp" ? std::exp(x_i) : c.name == "logistic" ? T(1 / (1 + std::exp(-static_cast<long double>(x_i)))) : c_result(c.name, x_i);
+    T want = c.name == "exp"        ? std::exp(x_i)
+             : c.name == "logistic" ? T(1 / (1 + std::exp(-static_cast<long double>(x_i))))
+                                    : c_result(c.name, x_i);
     const bool exact = c.exact && c.name != "rsqrt";
     const std::string diff = mismatch(ref[i], want, exact, exact ? 0 : std::max(1.0, bound<T>(c)));
     if (!diff.empty()) FAIL_CHECK(c.name << "(" << x_i << "), reference backend: " << diff);
@@ -235,8 +259,7 @@ TEST_CASE("unary kernels: special values through every path match the C library,
 
 namespace {
 /// A one-member register program (load, the op, store) over whole tiles.
-template <class T>
-std::vector<T> run_register_program(fx::cpu::TileOp op, const std::vector<T>& in) {
+template <class T> std::vector<T> run_register_program(fx::cpu::TileOp op, const std::vector<T>& in) {
   using fx::cpu::TileInstr;
   std::vector<TileInstr> program(3);
   program[0].kind = TileInstr::load;
@@ -253,8 +276,7 @@ std::vector<T> run_register_program(fx::cpu::TileOp op, const std::vector<T>& in
   return out;
 }
 
-template <class T>
-void check_register_programs() {
+template <class T> void check_register_programs() {
   const int64_t tile = fx::cpu::tile_elements<T>();
   for (const UnaryCase& c : unary_cases()) {
     const fx::cpu::Lowering* lowering = fx::cpu::find_lowering(primitive_of(c, fx::dtype_of_v<T>));
@@ -265,7 +287,8 @@ void check_register_programs() {
     check_against_c(c, "register program", in, out);
     const std::vector<T> eager = values_of<T>(c.op(fx::from_vector(in)));
     for (size_t i = 0; i < in.size(); ++i)
-      CHECK_MESSAGE((same_bits(out[i], eager[i]) || (std::isnan(out[i]) && std::isnan(eager[i]))), c.name << "(" << in[i] << ")");
+      CHECK_MESSAGE((same_bits(out[i], eager[i]) || (std::isnan(out[i]) && std::isnan(eager[i]))),
+                    c.name << "(" << in[i] << ")");
   }
 }
 }  // namespace
@@ -296,9 +319,8 @@ TEST_CASE("jit: sqrt(abs(x)) in a fused chain is inf for infinite x, as eagerly 
 namespace {
 /// pow, rem and the C library's pow, fmod on every pair of special values (and some odd and even
 /// integer exponents), eagerly in a vectorised length, through the block kernel, and under jit.
-template <class T>
-void check_binary_against_c(const std::string& name, fx::Tensor (*op)(const fx::Tensor&, const fx::Tensor&),
-                            T (*c)(T, T)) {
+template <class T> void check_binary_against_c(const std::string& name,
+                                               fx::Tensor (*op)(const fx::Tensor&, const fx::Tensor&), T (*c)(T, T)) {
   std::vector<T> s = special_values<T>();
   for (T extra : {T(2), T(-2), T(3), T(-3), T(-8), T(1) / T(3), T(-1) / T(3), T(0.25)}) s.push_back(extra);
   std::vector<T> a, b;
@@ -306,7 +328,9 @@ void check_binary_against_c(const std::string& name, fx::Tensor (*op)(const fx::
     for (T y : s) a.push_back(x), b.push_back(y);
   const fx::Tensor ta = fx::from_vector(a), tb = fx::from_vector(b);
   const std::vector<T> eager = op(ta, tb).template to_vector<T>();
-  const std::vector<T> jitted = fx::jit([op](const fx::Tensor& x, const fx::Tensor& y) { return op(x, y) * T(1); })(ta, tb).template to_vector<T>();
+  const std::vector<T> jitted =
+      fx::jit([op](const fx::Tensor& x, const fx::Tensor& y) { return op(x, y) * T(1); })(ta, tb)
+          .template to_vector<T>();
   for (size_t i = 0; i < a.size(); ++i) {
     const T want = c(a[i], b[i]);
     CAPTURE(a[i]);

@@ -24,9 +24,7 @@ fx::Tensor ramp(const std::vector<int64_t>& shape, double scale) {
   return fx::reshape(fx::sin(fx::astype(fx::arange(n), fx::f64) * scale), shape);
 }
 
-double max_abs_difference(const fx::Tensor& a, const fx::Tensor& b) {
-  return fx::max(fx::abs(a - b)).item<double>();
-}
+double max_abs_difference(const fx::Tensor& a, const fx::Tensor& b) { return fx::max(fx::abs(a - b)).item<double>(); }
 
 }  // namespace
 

@@ -12,8 +12,7 @@
 namespace fx = fluxion;
 
 using fluxion::testing::message_of;
-template <class T>
-std::string str(const T& v) { return fluxion::testing::to_text(v); }
+template <class T> std::string str(const T& v) { return fluxion::testing::to_text(v); }
 
 TEST_CASE("tensor: braced lists keep their element type and shape") {
   fx::Tensor a = fx::tensor({1.0, 2.0, 3.0});
@@ -62,11 +61,14 @@ TEST_CASE("tensor: item needs exactly one element") {
 }
 
 TEST_CASE("tensor: bad shapes and counts raise ShapeError with the values") {
-  CHECK(message_of<fx::ShapeError>([] { fx::from_vector(std::vector<double>{1, 2, 3}, {2, 2}); }) ==
+  CHECK(message_of<fx::ShapeError>([] {
+          fx::from_vector(std::vector<double>{1, 2, 3}, {2, 2});
+        }) ==
         "[from_vector] got 3 values for shape [2,2] which holds 4. Pass exactly as many values as the shape holds.");
   CHECK(message_of<fx::ShapeError>([] { fx::zeros({2, -1}); }).find("[zeros] negative dimension -1") == 0);
-  CHECK(message_of<fx::ShapeError>([] { fx::zeros({int64_t(1) << 40, int64_t(1) << 40}); })
-            .find("has more than 2^48 elements") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([] {
+          fx::zeros({int64_t(1) << 40, int64_t(1) << 40});
+        }).find("has more than 2^48 elements") != std::string::npos);
   CHECK_THROWS_AS(fx::tensor({{1.0, 2.0}, {3.0}}), fx::ShapeError);
   CHECK_THROWS_AS(fx::linspace(0, 1, -1), fx::ShapeError);
 }

@@ -100,7 +100,8 @@ TEST_CASE("vmap: maps over an axis, with none and negative in_axes and out_axes"
   fx::Tensor w = fx::tensor({1.0, 10.0, 100.0});
   auto f = [](const fx::Tensor& x, const fx::Tensor& v) { return fx::sum(x * v); };
   CHECK(fx::vmap(f, fx::in_axes(0, fx::none))(xs, w).to_vector<double>() == std::vector<double>{210, 543});
-  CHECK(fx::vmap(f, fx::in_axes(-1, fx::none))(fx::transpose(xs), w).to_vector<double>() == std::vector<double>{210, 543});
+  CHECK(fx::vmap(f, fx::in_axes(-1, fx::none))(fx::transpose(xs), w).to_vector<double>() ==
+        std::vector<double>{210, 543});
   auto g = [](const fx::Tensor& x) { return x * 2.0; };
   fx::Tensor out = fx::vmap(g, fx::in_axes(0), fx::out_axes(1))(xs);
   CHECK(out.shape() == std::vector<int64_t>{3, 2});
@@ -128,33 +129,41 @@ TEST_CASE("jacobians: jacfwd equals jacrev, the Hessian is symmetric, hvp equals
     for (int j = 0; j < 3; ++j) CHECK(hv[i * 3 + j] == doctest::Approx(hv[j * 3 + i]));
   fx::Tensor v = fx::tensor({1.0, 2.0, -1.0});
   auto hvp = fx::hvp(s, x, v).to_vector<double>();
-  for (int i = 0; i < 3; ++i)
-    CHECK(hvp[i] == doctest::Approx(hv[i * 3] * 1.0 + hv[i * 3 + 1] * 2.0 - hv[i * 3 + 2]));
+  for (int i = 0; i < 3; ++i) CHECK(hvp[i] == doctest::Approx(hv[i * 3] * 1.0 + hv[i * 3 + 1] * 2.0 - hv[i * 3 + 2]));
 }
 
 TEST_CASE("errors: the transforms' bad inputs name the transform and the values") {
   fx::Tensor x = fx::tensor({1.0, 2.0, 3.0});
   CHECK(message_of<fx::ShapeError>([&] { fx::grad([](const fx::Tensor& v) { return v * 2.0; })(x); }) ==
         "[grad] the function must return a floating-point scalar, it returned f64[3]. Use jacrev, or sum the output.");
-  CHECK(message_of<fx::Error>([&] { fx::grad([](const fx::Tensor& v) { return fx::sum(v); }, fx::argnums<1>)(x); })
-            .find("[grad] argnums 1 is out of range for a function called with 1 argument(s)") == 0);
-  CHECK(message_of<fx::DTypeError>([] { fx::grad([](const fx::Tensor& v) { return fx::sum(v * 1.0); })(fx::arange(3)); })
-            .find("[grad] argument 0 has dtype i32") == 0);
+  CHECK(message_of<fx::Error>([&] {
+          fx::grad([](const fx::Tensor& v) { return fx::sum(v); }, fx::argnums<1>)(x);
+        }).find("[grad] argnums 1 is out of range for a function called with 1 argument(s)") == 0);
+  CHECK(message_of<fx::DTypeError>([] {
+          fx::grad([](const fx::Tensor& v) { return fx::sum(v * 1.0); })(fx::arange(3));
+        }).find("[grad] argument 0 has dtype i32") == 0);
   CHECK(message_of<fx::ShapeError>([&] {
           fx::jvp([](const fx::Tensor& v) { return v; }, std::make_tuple(x), std::make_tuple(fx::zeros({2})));
-        }) == "[jvp] tangent 0 is f64[2] but its primal is f64[3]. Tangents must match the primals' shapes and dtypes.");
+        }) ==
+        "[jvp] tangent 0 is f64[2] but its primal is f64[3]. Tangents must match the primals' shapes and dtypes.");
   CHECK(message_of<fx::ShapeError>([&] {
           fx::jvp([](const fx::Tensor& v) { return v; }, std::make_tuple(x), std::make_tuple(fx::zeros({3}, fx::f32)));
         }).find("[jvp] tangent 0 is f32[3]") == 0);
   auto f2 = [](const fx::Tensor& a, const fx::Tensor& b) { return a + b; };
-  CHECK(message_of<fx::ShapeError>([&] { fx::vmap(f2)(fx::zeros({3, 2}, fx::f32), fx::zeros({4})); }) ==
-        "[vmap] inconsistent sizes for the mapped axis: argument 0 has 3 (axis 0 of f32[3,2]), argument 1 has 4 (axis 0 of f64[4]).");
-  CHECK(message_of<fx::AxisError>([&] { fx::vmap(f2, fx::in_axes(2, 0))(fx::zeros({3, 2}), x); })
-            .find("[vmap] in_axes 2 is out of range for argument 0 of type f64[3,2]") == 0);
-  CHECK(message_of<fx::Error>([&] { fx::vmap(f2, fx::in_axes(0))(x, x); })
-            .find("[vmap] in_axes has 1 entries but the function was called with 2 argument(s)") == 0);
-  CHECK(message_of<fx::Error>([&] { fx::vmap(f2, fx::in_axes(fx::none, fx::none))(x, x); })
-            .find("[vmap] every in_axes entry is fx::none") == 0);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::vmap(f2)(fx::zeros({3, 2}, fx::f32), fx::zeros({4}));
+        }) ==
+        "[vmap] inconsistent sizes for the mapped axis: argument 0 has 3 (axis 0 of f32[3,2]), argument 1 has 4 (axis "
+        "0 of f64[4]).");
+  CHECK(message_of<fx::AxisError>([&] {
+          fx::vmap(f2, fx::in_axes(2, 0))(fx::zeros({3, 2}), x);
+        }).find("[vmap] in_axes 2 is out of range for argument 0 of type f64[3,2]") == 0);
+  CHECK(message_of<fx::Error>([&] {
+          fx::vmap(f2, fx::in_axes(0))(x, x);
+        }).find("[vmap] in_axes has 1 entries but the function was called with 2 argument(s)") == 0);
+  CHECK(message_of<fx::Error>([&] {
+          fx::vmap(f2, fx::in_axes(fx::none, fx::none))(x, x);
+        }).find("[vmap] every in_axes entry is fx::none") == 0);
   fx::Tensor leaked;
   fx::grad([&](const fx::Tensor& v) {
     leaked = v * 2.0;
@@ -190,15 +199,19 @@ TEST_CASE("nesting: grad∘grad∘grad, vmap∘grad, grad∘vmap, vmap∘hessian
   CHECK(H[1].second.to_vector<double>() == std::vector<double>{0, 0, 0, 0});
   // jacobian picks a mode from the shapes and agrees with both.
   auto g = [](const fx::Tensor& v) { return fx::sin(v) * 2.0; };
-  CHECK(fx::jacobian(g)(fx::tensor({0.0, 1.0})).to_vector<double>() == fx::jacfwd(g)(fx::tensor({0.0, 1.0})).to_vector<double>());
+  CHECK(fx::jacobian(g)(fx::tensor({0.0, 1.0})).to_vector<double>() ==
+        fx::jacfwd(g)(fx::tensor({0.0, 1.0})).to_vector<double>());
   auto s = [](const fx::Tensor& v) { return fx::sum(fx::sin(v)); };
-  auto jr = fx::jacrev(s)(fx::tensor({0.0, 1.0})).to_vector<double>(), jj = fx::jacobian(s)(fx::tensor({0.0, 1.0})).to_vector<double>();
+  auto jr = fx::jacrev(s)(fx::tensor({0.0, 1.0})).to_vector<double>(),
+       jj = fx::jacobian(s)(fx::tensor({0.0, 1.0})).to_vector<double>();
   CHECK(jr == jj);
 }
 
 TEST_CASE("pytrees: gradients come back in the argument's structure") {
   std::map<std::string, fx::Tensor> params{{"w", fx::tensor({1.0, 2.0})}, {"b", fx::scalar(0.5)}};
-  auto loss = [](const std::map<std::string, fx::Tensor>& p) { return fx::sum(p.at("w") * p.at("w")) + p.at("b") * 3.0; };
+  auto loss = [](const std::map<std::string, fx::Tensor>& p) {
+    return fx::sum(p.at("w") * p.at("w")) + p.at("b") * 3.0;
+  };
   auto g = fx::grad(loss)(params);
   CHECK(g.at("w").to_vector<double>() == std::vector<double>{2, 4});
   CHECK(val(g.at("b")) == 3.0);

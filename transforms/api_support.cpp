@@ -6,8 +6,8 @@ namespace fluxion::transform_detail {
 void check_scalar_output(const char* transform, const std::vector<Tensor>& outs) {
   const Tensor& y = outs[0];
   if (y.ndim() != 0 || !is_floating(y.dtype()))
-    detail::fail<ShapeError>(transform, "the function must return a floating-point scalar, it returned ",
-                             y.aval(), ". Use jacrev, or sum the output.");
+    detail::fail<ShapeError>(transform, "the function must return a floating-point scalar, it returned ", y.aval(),
+                             ". Use jacrev, or sum the output.");
 }
 
 void check_float_input(const char* transform, size_t argnum, const Tensor& leaf) {
@@ -24,7 +24,8 @@ void fail_argnums_range(const char* transform, int argnum, size_t num_args) {
 }
 
 void fail_axis_structure(const char* what, size_t index, const std::string& path, const std::string& problem) {
-  detail::fail<Error>("vmap", what, " entry ", what[0] == 'i' ? detail::cat("for argument ", index) : std::string("for the output"),
+  detail::fail<Error>("vmap", what, " entry ",
+                      what[0] == 'i' ? detail::cat("for argument ", index) : std::string("for the output"),
                       path.empty() ? "" : " at ", path, " ", problem, ". Give a container with one entry per element ",
                       "of the value's pytree, or one int / fx::none for the whole (sub)tree.");
 }
@@ -50,8 +51,8 @@ int64_t vmap_batch_size(const std::vector<std::vector<Tensor>>& leaves_per_arg,
         size = n, first_arg = i, first_axis = axis, first_aval = t.aval();
       } else if (n != size) {
         detail::fail<ShapeError>("vmap", "inconsistent sizes for the mapped axis: argument ", first_arg, " has ", size,
-                                 " (axis ", first_axis, " of ", first_aval, "), argument ", i, " has ", n,
-                                 " (axis ", axis, " of ", t.aval(), ").");
+                                 " (axis ", first_axis, " of ", first_aval, "), argument ", i, " has ", n, " (axis ",
+                                 axis, " of ", t.aval(), ").");
       }
     }
   }
@@ -72,8 +73,8 @@ Tensor vmap_output(const BatchInterpreter& interp, const Tensor& out, int64_t si
   }
   int64_t rank = value.ndim() + (dim == kNotMapped ? 1 : 0);
   if (*out_axis < -rank || *out_axis >= rank)
-    detail::fail<AxisError>("vmap", "out_axes ", *out_axis, " is out of range for an output of rank ", rank - 1,
-                            " (", rank, " with the batch axis). Use an axis in [", -rank, ", ", rank, ").");
+    detail::fail<AxisError>("vmap", "out_axes ", *out_axis, " is out of range for an output of rank ", rank - 1, " (",
+                            rank, " with the batch axis). Use an axis in [", -rank, ", ", rank, ").");
   int64_t to = *out_axis < 0 ? *out_axis + rank : *out_axis;
   return batching::materialize(value, dim, size, to);
 }
@@ -125,7 +126,8 @@ Tensor jacobian_block(const Tensor& batched, int64_t offset, const Shape& basis_
   return lax::reshape(rows, Shape(shape));
 }
 
-std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys, const std::vector<Tensor>& x_leaves) {
+std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys,
+                                                     const std::vector<Tensor>& x_leaves) {
   std::vector<int64_t> off = leaf_offsets(x_leaves);
   std::vector<std::vector<Tensor>> blocks(ys.size());
   for (size_t j = 0; j < ys.size(); ++j)

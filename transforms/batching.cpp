@@ -8,13 +8,15 @@
 namespace fluxion {
 
 BatchTracer::BatchTracer(Tensor value, int64_t batch_dim, std::shared_ptr<InterpreterTag> owner)
-    : TracerImpl([&] {
-        AbstractValue a = value.aval();
-        a.shape.dims().erase(a.shape.dims().begin() + batch_dim);
-        return a;
-      }(),
-                 value.device(), std::move(owner)),
-      value_(std::move(value)), batch_dim_(batch_dim) {}
+    : TracerImpl(
+          [&] {
+            AbstractValue a = value.aval();
+            a.shape.dims().erase(a.shape.dims().begin() + batch_dim);
+            return a;
+          }(),
+          value.device(), std::move(owner)),
+      value_(std::move(value)),
+      batch_dim_(batch_dim) {}
 
 Tensor BatchInterpreter::lift(const Tensor& value, int64_t batch_dim) {
   return Tensor(std::make_shared<BatchTracer>(value, batch_dim, tag()));
@@ -29,7 +31,7 @@ std::pair<Tensor, int64_t> BatchInterpreter::split(const Tensor& t) const {
 }
 
 FLUXION_REPL_INLINE std::vector<Tensor> BatchInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
-                                              const Params& params) {
+                                                                  const Params& params) {
   std::vector<Tensor> values;
   std::vector<int64_t> dims;
   values.reserve(inputs.size());
@@ -44,8 +46,7 @@ FLUXION_REPL_INLINE std::vector<Tensor> BatchInterpreter::process(const Primitiv
   }
   InterpreterScope parent_scope(*parent());
   if (!any_mapped) return fluxion::bind(p, values, params);
-  if (!p.batch)
-    detail::fail<NotImplementedError>(tag()->transform, "no batching rule for primitive '", p.name, "'.");
+  if (!p.batch) detail::fail<NotImplementedError>(tag()->transform, "no batching rule for primitive '", p.name, "'.");
   std::vector<Tensor> out;
   std::vector<int64_t> out_dims;
   p.batch(p, values, dims, params, out, out_dims);

@@ -21,15 +21,13 @@ class BatchTracer final : public TracerImpl {
 
 class BatchInterpreter final : public Interpreter {
  public:
-  BatchInterpreter(int64_t axis_size, const char* transform = "vmap")
-      : Interpreter(transform), axis_size_(axis_size) {}
+  BatchInterpreter(int64_t axis_size, const char* transform = "vmap") : Interpreter(transform), axis_size_(axis_size) {}
   int64_t axis_size() const { return axis_size_; }
   /// A tracer of this interpreter: `value` batched along `batch_dim`.
   Tensor lift(const Tensor& value, int64_t batch_dim);
   /// Value and batch axis of `t` at this level (kNotMapped for values from outside).
   std::pair<Tensor, int64_t> split(const Tensor& t) const;
-  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
-                              const Params& params) override;
+  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override;
 
  private:
   int64_t axis_size_;

@@ -16,8 +16,7 @@ namespace eval_detail {
 class EvalInterpreter final : public Interpreter {
  public:
   EvalInterpreter() : Interpreter(Root{}) {}
-  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
-                              const Params& params) override {
+  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override {
     for (const Tensor& t : inputs) check_visible(t, p.name.c_str());
     Backend backend = Backend::cpu;
     if (!inputs.empty() && inputs[0].device().is_cuda()) backend = Backend::cuda;
@@ -46,8 +45,7 @@ bool Interpreter::owns(const Tensor& t) const {
 
 void Interpreter::check_visible(const Tensor& t, const char* op) const {
   const TensorImpl* p = t.impl().get();
-  if (!p)
-    detail::fail<Error>(op, "an input is an empty (default-constructed) Tensor. Assign it a value first.");
+  if (!p) detail::fail<Error>(op, "an input is an empty (default-constructed) Tensor. Assign it a value first.");
   if (!p->is_tracer()) return;
   const InterpreterTag& owner = *static_cast<const TracerImpl*>(p)->owner();
   if (owner.active && owner.level <= level()) return;
@@ -95,15 +93,15 @@ Tensor bind1(const Primitive& p, const std::vector<Tensor>& inputs, const Params
   return std::move(out[0]);
 }
 
-std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs,
-                                   const Params& params, Backend backend) {
+std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params,
+                                   Backend backend) {
   std::vector<AbstractValue> in_avals;
   in_avals.reserve(inputs.size());
   Device device = inputs.empty() ? Device::cpu() : inputs[0].device();
   for (const Tensor& t : inputs) {
     if (t.device() != device)
-      detail::fail<DeviceError>(p.name.c_str(), "inputs live on different devices (", device, " and ",
-                                t.device(), "). Move them with fx::device_put first.");
+      detail::fail<DeviceError>(p.name.c_str(), "inputs live on different devices (", device, " and ", t.device(),
+                                "). Move them with fx::device_put first.");
     in_avals.push_back(t.aval());
   }
   std::vector<AbstractValue> out_avals = p.abstract_eval(in_avals, params);
@@ -115,8 +113,8 @@ std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>
   }
   Kernel k = p.kernel(backend);
   if (!k)
-    detail::fail<NotImplementedError>(p.name.c_str(), "no ", backend_name(backend),
-                                      " kernel for primitive '", p.name, "'.");
+    detail::fail<NotImplementedError>(p.name.c_str(), "no ", backend_name(backend), " kernel for primitive '", p.name,
+                                      "'.");
   for (const AbstractValue& a : out_avals) outputs.push_back(empty(a, device));
   k(inputs, params, outputs);
   return outputs;

@@ -5,15 +5,15 @@ namespace fluxion {
 
 std::vector<Tensor> eval_jaxpr(const Jaxpr& jaxpr, const std::vector<Tensor>& args) {
   if (args.size() != jaxpr.invars.size())
-    detail::fail<Error>("eval_jaxpr", "the Jaxpr takes ", jaxpr.invars.size(), " inputs, got ",
-                        args.size(), ". Pass one tensor per input variable.");
+    detail::fail<Error>("eval_jaxpr", "the Jaxpr takes ", jaxpr.invars.size(), " inputs, got ", args.size(),
+                        ". Pass one tensor per input variable.");
   std::vector<Tensor> env(jaxpr.avals.size());
   for (size_t i = 0; i < jaxpr.constvars.size(); ++i) env[jaxpr.constvars[i]] = jaxpr.consts[i];
   for (size_t i = 0; i < args.size(); ++i) {
     const AbstractValue& want = jaxpr.avals[jaxpr.invars[i]];
     if (args[i].aval() != want)
-      detail::fail<ShapeError>("eval_jaxpr", "input ", i, " is ", args[i].aval(), " but the Jaxpr expects ",
-                               want, ". Pass inputs with the traced shapes and dtypes.");
+      detail::fail<ShapeError>("eval_jaxpr", "input ", i, " is ", args[i].aval(), " but the Jaxpr expects ", want,
+                               ". Pass inputs with the traced shapes and dtypes.");
     env[jaxpr.invars[i]] = args[i];
   }
   auto read = [&](const Atom& a) -> const Tensor& { return a.is_literal() ? a.literal : env[a.var]; };

@@ -16,7 +16,7 @@ std::pair<Tensor, Tensor> JvpInterpreter::split(const Tensor& t) const {
 }
 
 FLUXION_REPL_INLINE std::vector<Tensor> JvpInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
-                                            const Params& params) {
+                                                                const Params& params) {
   std::vector<Tensor> primals, tangents;
   primals.reserve(inputs.size());
   tangents.reserve(inputs.size());

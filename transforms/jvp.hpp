@@ -13,7 +13,8 @@ class JvpTracer final : public TracerImpl {
  public:
   JvpTracer(Tensor primal, Tensor tangent, std::shared_ptr<InterpreterTag> owner)
       : TracerImpl(primal.aval(), primal.device(), std::move(owner)),
-        primal_(std::move(primal)), tangent_(std::move(tangent)) {}
+        primal_(std::move(primal)),
+        tangent_(std::move(tangent)) {}
   const Tensor& primal() const { return primal_; }
   const Tensor& tangent() const { return tangent_; }
   /// Under jvp the primal is known: C++ control flow on values works.
@@ -31,8 +32,7 @@ class JvpInterpreter final : public Interpreter {
   Tensor lift(const Tensor& primal, const Tensor& tangent);
   /// Primal and tangent of `t` at this level: a value from outside has a zero tangent.
   std::pair<Tensor, Tensor> split(const Tensor& t) const;
-  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
-                              const Params& params) override;
+  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override;
 };
 
 }  // namespace fluxion

@@ -45,7 +45,7 @@ Atom StageInterpreter::atom_for(const Tensor& t, const char* op) {
 }
 
 FLUXION_REPL_INLINE std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
-                                              const Params& params) {
+                                                                  const Params& params) {
   if (forward_known_) {
     std::vector<bool> known(inputs.size());
     bool any_known = false, any_unknown = false;

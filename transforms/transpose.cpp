@@ -58,8 +58,7 @@ std::vector<Tensor> transpose_jaxpr(const Jaxpr& j, const std::vector<Tensor>& c
   }
   std::vector<Tensor> result;
   result.reserve(j.invars.size());
-  for (int32_t v : j.invars)
-    result.push_back(ct[v].defined() ? ct[v] : zeros(j.avals[v].shape, j.avals[v].dtype));
+  for (int32_t v : j.invars) result.push_back(ct[v].defined() ? ct[v] : zeros(j.avals[v].shape, j.avals[v].dtype));
   return result;
 }
 

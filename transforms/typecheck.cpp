@@ -9,8 +9,8 @@ void typecheck(const Jaxpr& jaxpr) {
   std::vector<char> defined(jaxpr.avals.size(), 0);
   auto define = [&](int32_t v, const char* what) {
     if (v < 0 || static_cast<size_t>(v) >= jaxpr.avals.size())
-      detail::fail<Error>("typecheck", what, " refers to variable id ", v, " outside the Jaxpr (",
-                          jaxpr.avals.size(), " variables).");
+      detail::fail<Error>("typecheck", what, " refers to variable id ", v, " outside the Jaxpr (", jaxpr.avals.size(),
+                          " variables).");
     if (defined[v]) detail::fail<Error>("typecheck", what, " defines variable id ", v, " twice.");
     defined[v] = 1;
   };
@@ -29,8 +29,8 @@ void typecheck(const Jaxpr& jaxpr) {
   for (size_t i = 0; i < jaxpr.constvars.size(); ++i) {
     define(jaxpr.constvars[i], "a constvar");
     if (jaxpr.consts[i].aval() != jaxpr.avals[jaxpr.constvars[i]])
-      detail::fail<Error>("typecheck", "constant ", i, " is ", jaxpr.consts[i].aval(),
-                          " but its variable is typed ", jaxpr.avals[jaxpr.constvars[i]], ".");
+      detail::fail<Error>("typecheck", "constant ", i, " is ", jaxpr.consts[i].aval(), " but its variable is typed ",
+                          jaxpr.avals[jaxpr.constvars[i]], ".");
   }
   for (int32_t v : jaxpr.invars) define(v, "an input");
   for (size_t e = 0; e < jaxpr.equations.size(); ++e) {
@@ -43,13 +43,13 @@ void typecheck(const Jaxpr& jaxpr) {
     }
     std::vector<AbstractValue> out = eqn.primitive->abstract_eval(in, *eqn.params);
     if (out.size() != eqn.outputs.size())
-      detail::fail<Error>("typecheck", where, " produces ", out.size(), " values but binds ",
-                          eqn.outputs.size(), " variables.");
+      detail::fail<Error>("typecheck", where, " produces ", out.size(), " values but binds ", eqn.outputs.size(),
+                          " variables.");
     for (size_t i = 0; i < out.size(); ++i) {
       define(eqn.outputs[i], where.c_str());
       if (out[i] != jaxpr.avals[eqn.outputs[i]])
-        detail::fail<Error>("typecheck", where, " output ", i, " is ", out[i],
-                            " by the shape rule but typed ", jaxpr.avals[eqn.outputs[i]], ".");
+        detail::fail<Error>("typecheck", where, " output ", i, " is ", out[i], " by the shape rule but typed ",
+                            jaxpr.avals[eqn.outputs[i]], ".");
     }
   }
   for (const Atom& a : jaxpr.outputs) use(a, "an output");

@@ -28,16 +28,14 @@ inline constexpr int64_t kRowBlock = 128;
 /// identity: -0 + x is x for every x, -0 included), so that a sum of -0 values is -0, as when
 /// the elements are added to each other (and as jit's fused sums give). A reduction of zero
 /// elements is Op::identity instead (+0 for a sum, numpy's result): reduction.hpp fills it.
-template <class Op>
-double start() {
+template <class Op> double start() {
   const double identity = Op::template identity<double>();
   return identity == 0.0 ? -0.0 : identity;
 }
 
 /// The Op-reduction of p[0, n) from `init` in L double lanes combined pairwise at the end: the
 /// inner loop is L / (packet size) independent chains of vector converts and adds.
-template <class Op, int L, class T>
-double lanes(const T* p, int64_t n, double init) {
+template <class Op, int L, class T> double lanes(const T* p, int64_t n, double init) {
   double s[L];
   std::fill(s, s + L, init);
   int64_t i = 0;
@@ -52,8 +50,7 @@ double lanes(const T* p, int64_t n, double init) {
 
 /// The Op-reduction of p[0, n) in double, pairwise over blocks of kBlock elements. Short runs
 /// (rows of a few elements) take two chains.
-template <class Op, class T>
-double pairwise(const T* p, int64_t n) {
+template <class Op, class T> double pairwise(const T* p, int64_t n) {
   const double init = start<Op>();
   if (n < 16) {
     double s0 = init, s1 = init;
@@ -106,8 +103,7 @@ void columns(const T* in, int64_t rows, int64_t stride, int64_t w, double* out, 
 /// out[c] = the Op-reduction over r of in[r, c] for a row-major [rows, cols] block (rows >= 1),
 /// in double, pairwise over row blocks, each result rounded to T once. Columns are taken in
 /// chunks whose accumulators stay in L1.
-template <class Op, class T>
-void column_reduce(const T* in, int64_t rows, int64_t cols, T* out) {
+template <class Op, class T> void column_reduce(const T* in, int64_t rows, int64_t cols, T* out) {
   constexpr int64_t kChunk = 1024;
   int depth = 1;
   for (int64_t r = rows; r > kRowBlock; r = r - r / 2) ++depth;

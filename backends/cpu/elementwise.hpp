@@ -15,30 +15,27 @@ template <class T> using MutableArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dyn
 namespace elementwise_detail {
 // Op::array(a) is the vectorised Eigen form; ops without one fall back to Op::scalar per element.
 template <class Op, class A, class = void> struct has_unary_array : std::false_type {};
-template <class Op, class A>
-struct has_unary_array<Op, A, std::void_t<decltype(Op::array(std::declval<const A&>()))>> : std::true_type {};
+template <class Op, class A> struct has_unary_array<Op, A, std::void_t<decltype(Op::array(std::declval<const A&>()))>>
+    : std::true_type {};
 template <class Op, class A, class B, class = void> struct has_binary_array : std::false_type {};
 template <class Op, class A, class B>
 struct has_binary_array<Op, A, B, std::void_t<decltype(Op::array(std::declval<const A&>(), std::declval<const B&>()))>>
     : std::true_type {};
 
-template <class Op, class A>
-auto unary_expr(const A& a) {
+template <class Op, class A> auto unary_expr(const A& a) {
   using T = typename A::Scalar;
   if constexpr (has_unary_array<Op, A>::value) return Op::array(a);
   else return a.unaryExpr([](T x) { return Op::scalar(x); });
 }
 
-template <class Op, class A, class B>
-auto binary_expr(const A& a, const B& b) {
+template <class Op, class A, class B> auto binary_expr(const A& a, const B& b) {
   using T = typename A::Scalar;
   if constexpr (has_binary_array<Op, A, B>::value) return Op::array(a, b);
   else return a.binaryExpr(b, [](T x, T y) { return Op::scalar(x, y); });
 }
 }  // namespace elementwise_detail
 
-template <class Op>
-void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+template <class Op> void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
@@ -51,8 +48,7 @@ void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tens
   });
 }
 
-template <class Op>
-void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+template <class Op> void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
@@ -62,11 +58,12 @@ void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Ten
       MutableArrayMap<R> y(out[0].mutable_data<R>(), n);
       const bool a_scalar = in[0].ndim() == 0 && n != 1, b_scalar = in[1].ndim() == 0 && n != 1;
       if (a_scalar)
-        y = elementwise_detail::binary_expr<Op>(Array::Constant(n, in[0].data<T>()[0]), ArrayMap<T>(in[1].data<T>(), n));
+        y = elementwise_detail::binary_expr<Op>(Array::Constant(n, in[0].data<T>()[0]),
+                                                ArrayMap<T>(in[1].data<T>(), n));
       else if (b_scalar)
-        y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n), Array::Constant(n, in[1].data<T>()[0]));
-      else
-        y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n), ArrayMap<T>(in[1].data<T>(), n));
+        y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n),
+                                                Array::Constant(n, in[1].data<T>()[0]));
+      else y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n), ArrayMap<T>(in[1].data<T>(), n));
     }
   });
 }
@@ -123,14 +120,11 @@ void binary_block(DType dtype, const void* const* in, const bool* scalar, void* 
       }
       if constexpr (!kLightKernels) {
         Eigen::Map<Eigen::Array<R, Eigen::Dynamic, 1>> y(static_cast<R*>(out), n);
-        if (scalar[0] && !scalar[1])
-          y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Map(b, n));
-        else if (scalar[1] && !scalar[0])
-          y = elementwise_detail::binary_expr<Op>(Map(a, n), Array::Constant(n, b[0]));
+        if (scalar[0] && !scalar[1]) y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Map(b, n));
+        else if (scalar[1] && !scalar[0]) y = elementwise_detail::binary_expr<Op>(Map(a, n), Array::Constant(n, b[0]));
         else if (scalar[0] && scalar[1])
           y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), Array::Constant(n, b[0]));
-        else
-          y = elementwise_detail::binary_expr<Op>(Map(a, n), Map(b, n));
+        else y = elementwise_detail::binary_expr<Op>(Map(a, n), Map(b, n));
       }
     }
   });
@@ -139,8 +133,7 @@ void binary_block(DType dtype, const void* const* in, const bool* scalar, void* 
 namespace elementwise_detail {
 /// y[i] = Op(v, x[i]) (kValueFirst) or Op(x[i], v), i < N: one fixed-size Eigen expression (one
 /// packet op for N the packet size), with no run-time alignment or size handling.
-template <int N, class Op, bool kValueFirst, class T, class R>
-inline void fixed_run(const T* x, T v, R* y) {
+template <int N, class Op, bool kValueFirst, class T, class R> inline void fixed_run(const T* x, T v, R* y) {
   using Array = Eigen::Array<T, N, 1>;
   Eigen::Map<Eigen::Array<R, N, 1>> out(y);
   if constexpr (kValueFirst) out = binary_expr<Op>(Array::Constant(v), Eigen::Map<const Array>(x));
@@ -151,8 +144,7 @@ inline void fixed_run(const T* x, T v, R* y) {
 /// short (a few packets): Eigen's dynamic-size loop, with its alignment peeling, costs more.
 /// Floating types only: integer and bool runs take the scalar loop (the packet forms for every
 /// dtype of the 17 binary primitives doubled the compile time of primitives/binary.cpp).
-template <class Op, bool kValueFirst, class T, class R>
-inline void row_run(const T* x, T v, R* y, int64_t n) {
+template <class Op, bool kValueFirst, class T, class R> inline void row_run(const T* x, T v, R* y, int64_t n) {
   int64_t i = 0;
   if constexpr (!kLightKernels && std::is_floating_point_v<T>) {
     constexpr int P = Eigen::internal::packet_traits<T>::size;
@@ -179,9 +171,8 @@ void row_runs(const T* x, const T* values, int64_t row, int64_t offset, R* y, in
 
 /// Row form of binary_block (see RowBlockKernel): each run of a row operand's value is a few
 /// packet ops against the other operand, so the broadcast block is never filled.
-template <class Op>
-void binary_row_block(DType dtype, const void* const* in, const bool* scalar, const bool* rows, int64_t row,
-                      int64_t offset, void* out, int64_t n, DType) {
+template <class Op> void binary_row_block(DType dtype, const void* const* in, const bool* scalar, const bool* rows,
+                                          int64_t row, int64_t offset, void* out, int64_t n, DType) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {

@@ -25,8 +25,7 @@ inline constexpr int64_t kMirrorTile = 32;
 
 /// A scratch buffer of `count` elements from the tensor allocator's cache (so that repeated calls
 /// do not hit malloc), returned on destruction.
-template <class T>
-class ScratchBuffer {
+template <class T> class ScratchBuffer {
  public:
   explicit ScratchBuffer(size_t count) : bytes_(count * sizeof(T)) {
     if (bytes_ > 0) data_ = static_cast<T*>(cpu_memory::allocate(bytes_));
@@ -46,8 +45,7 @@ class ScratchBuffer {
 using gemm_detail::strided_gemm;
 
 /// b[i, :] = s[i] x[i, :] for the n x d row-major x.
-template <class T>
-void scale_rows(const T* x, const T* s, T* b, int64_t n, int64_t d) {
+template <class T> void scale_rows(const T* x, const T* s, T* b, int64_t n, int64_t d) {
   for (int64_t i = 0; i < n; ++i) {
     const T si = s[i];
     const T* xi = x + i * d;
@@ -60,8 +58,7 @@ void scale_rows(const T* x, const T* s, T* b, int64_t n, int64_t d) {
 /// x and b of n rows and d columns and c of d x d, one block row of `panel` rows per GEMM:
 /// c[lo:hi, 0:hi] = x[:, lo:hi]ᵀ b[:, 0:hi]. Block rows measured 10-15 % faster than halving the
 /// triangle recursively (whose many small diagonal GEMMs pack poorly).
-template <class T>
-void lower_panels(const T* x, const T* b, T* c, int64_t n, int64_t d, int64_t panel) {
+template <class T> void lower_panels(const T* x, const T* b, T* c, int64_t n, int64_t d, int64_t panel) {
   for (int64_t lo = 0; lo < d; lo += panel) {
     const int64_t hi = std::min(lo + panel, d);
     strided_gemm<true, false>(x + lo, d, b, d, c + lo * d, d, hi - lo, hi, n);
@@ -69,8 +66,7 @@ void lower_panels(const T* x, const T* b, T* c, int64_t n, int64_t d, int64_t pa
 }
 
 /// c[j, i] = c[i, j] for every i > j of the d x d row-major c, tile by tile.
-template <class T>
-void mirror_lower(T* c, int64_t d) {
+template <class T> void mirror_lower(T* c, int64_t d) {
   for (int64_t ib = 0; ib < d; ib += kMirrorTile) {
     const int64_t ie = std::min(ib + kMirrorTile, d);
     for (int64_t jb = 0; jb <= ib; jb += kMirrorTile)

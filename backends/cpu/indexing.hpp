@@ -71,8 +71,8 @@ inline void dynamic_update_slice(const Tensor& x, const Tensor& update, const st
 
 /// Fills y with the padding value, then writes the operand elements that survive cropping at
 /// stride interior+1 in one box copy.
-inline void pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>& low,
-                const std::vector<int64_t>& high, const std::vector<int64_t>& interior, const Tensor& y) {
+inline void pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>& low, const std::vector<int64_t>& high,
+                const std::vector<int64_t>& interior, const Tensor& y) {
   const int64_t es = dtype_size(x.dtype());
   bool covered = true;  // no padding element survives: every output element comes from x
   for (size_t d = 0; d < low.size(); ++d) covered = covered && low[d] <= 0 && high[d] <= 0 && interior[d] == 0;
@@ -143,8 +143,7 @@ inline const int64_t* clamped_indices(const Tensor& indices, int64_t n, std::uni
   return k;
 }
 
-template <int S>
-inline void gather_rows(char* y, const char* x, const int64_t* k, int64_t m, const AxisView& v) {
+template <int S> inline void gather_rows(char* y, const char* x, const int64_t* k, int64_t m, const AxisView& v) {
   const int64_t row = v.inner * S;
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t j = 0; j < m; ++j) {

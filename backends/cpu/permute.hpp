@@ -12,8 +12,7 @@ namespace fluxion::cpu {
 /// out = transpose(in, perm): output dim i is input dim perm[i]. `in` is row-major with extents
 /// `shape`; `out` has room for all elements and must not alias `in`. A view onto the shared
 /// strided copy engine (tiled, run-merging), so there is one transpose implementation.
-template <class T>
-void permute_copy(const T* in, IndexSpan shape, IndexSpan perm, T* out) {
+template <class T> void permute_copy(const T* in, IndexSpan shape, IndexSpan perm, T* out) {
   const IndexVector in_strides = strided::contiguous_strides(shape);
   IndexVector out_shape, src_strides;
   for (int64_t d : perm) {

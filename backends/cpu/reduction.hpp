@@ -60,8 +60,7 @@ inline Runs make_runs(const std::vector<int64_t>& shape, const std::vector<int64
 /// chunks that stay in L1), so do rows of 8..31 (in a plain loop: 0.5 against Eigen's 0.8-0.9 ns
 /// per f64 element for rows of 10 and 16); rows under 8 use Eigen's column reduction (plain loops
 /// took 2.0 against 0.9 ns for rows of 2).
-template <class A, class F>
-void reduce_leading(const A* in, int64_t rows, int64_t cols, A* out, const F& f) {
+template <class A, class F> void reduce_leading(const A* in, int64_t rows, int64_t cols, A* out, const F& f) {
   using Arr = Eigen::Array<A, Eigen::Dynamic, 1>;
   if (cols < 8) {
     Eigen::Map<RowVec<A>>(out, cols) = Eigen::Map<const RowMajorMat<A>>(in, rows, cols).colwise().redux(f);
@@ -86,9 +85,8 @@ void reduce_leading(const A* in, int64_t rows, int64_t cols, A* out, const F& f)
 
 /// Row-major [outer, red] view of `in` with the reduced axes last: `in` itself when they already
 /// are, else a permuted copy in `owned`.
-template <class T>
-const T* reduced_last(const T* in, const std::vector<int64_t>& shape, const std::vector<int64_t>& axes,
-                      int64_t n, std::unique_ptr<T[]>& owned) {
+template <class T> const T* reduced_last(const T* in, const std::vector<int64_t>& shape,
+                                         const std::vector<int64_t>& axes, int64_t n, std::unique_ptr<T[]>& owned) {
   IndexVector perm;
   for (size_t d = 0, a = 0; d < shape.size(); ++d) {
     if (a < axes.size() && axes[a] == static_cast<int64_t>(d)) ++a;
@@ -102,9 +100,9 @@ const T* reduced_last(const T* in, const std::vector<int64_t>& shape, const std:
 
 /// Sums and products of floats (Op::kWide): accumulated in double, pairwise
 /// (backends/cpu/accumulate.hpp), each result rounded once.
-template <class Op, class T>
-void reduce_wide(const T* in, const std::vector<int64_t>& shape, const std::vector<int64_t>& axes, const Runs& r,
-                 int64_t out_n, int64_t red_n, T* out) {
+template <class Op, class T> void reduce_wide(const T* in, const std::vector<int64_t>& shape,
+                                              const std::vector<int64_t>& axes, const Runs& r, int64_t out_n,
+                                              int64_t red_n, T* out) {
   namespace acc = accumulate;
   if (r.pattern({true})) {
     out[0] = static_cast<T>(acc::pairwise<Op>(in, red_n));
@@ -112,7 +110,8 @@ void reduce_wide(const T* in, const std::vector<int64_t>& shape, const std::vect
     acc::column_reduce<Op>(in, red_n, out_n, out);
   } else if (r.pattern({false, true, false})) {  // [outer, reduced, inner]
     const int64_t inner = r.size[2];
-    for (int64_t o = 0; o < r.size[0]; ++o) acc::column_reduce<Op>(in + o * red_n * inner, red_n, inner, out + o * inner);
+    for (int64_t o = 0; o < r.size[0]; ++o)
+      acc::column_reduce<Op>(in + o * red_n * inner, red_n, inner, out + o * inner);
   } else {  // [outer, reduced] rows, after moving interleaved reduced axes last
     std::unique_ptr<T[]> owned;
     const T* rows = r.pattern({false, true}) ? in : reduced_last(in, shape, axes, out_n * red_n, owned);
@@ -181,8 +180,7 @@ void reduce(const T* in_t, const std::vector<int64_t>& shape, const std::vector<
 
 /// Index of the first maximum (IsMax) or minimum along the middle dim of [outer, n, inner], n >= 1.
 /// A NaN counts as larger (IsMax) or smaller than everything; the first NaN wins.
-template <bool IsMax, class T, class I>
-void arg_reduce(const T* in, int64_t outer, int64_t n, int64_t inner, I* out) {
+template <bool IsMax, class T, class I> void arg_reduce(const T* in, int64_t outer, int64_t n, int64_t inner, I* out) {
   if (inner == 1) {  // contiguous rows: a vectorised NaN-propagating max, then its first position
     using Extremum = std::conditional_t<IsMax, Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>,
                                         Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>>;

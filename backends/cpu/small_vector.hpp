@@ -16,16 +16,14 @@ namespace fluxion::cpu {
 
 /// A vector of trivially copyable T with room for N elements inline; past N all elements move to
 /// the heap (ranks above N still work, they just allocate).
-template <class T, size_t N = 8>
-class SmallVector {
+template <class T, size_t N = 8> class SmallVector {
  public:
   SmallVector() = default;
   explicit SmallVector(size_t n, const T& value = T()) { resize(n, value); }
   SmallVector(std::initializer_list<T> values) {
     for (const T& v : values) push_back(v);
   }
-  template <class It, class = decltype(*std::declval<It>())>
-  SmallVector(It first, It last) {
+  template <class It, class = decltype(*std::declval<It>())> SmallVector(It first, It last) {
     for (; first != last; ++first) push_back(*first);
   }
 
@@ -88,8 +86,8 @@ using IndexVector = SmallVector<int64_t>;
 class IndexSpan {
  public:
   IndexSpan(const std::vector<int64_t>& v) : p_(v.data()), n_(v.size()) {}  // NOLINT: implicit on purpose
-  template <size_t N>
-  IndexSpan(const SmallVector<int64_t, N>& v) : p_(v.data()), n_(v.size()) {}  // NOLINT: implicit on purpose
+  template <size_t N> IndexSpan(const SmallVector<int64_t, N>& v)
+      : p_(v.data()), n_(v.size()) {}  // NOLINT: implicit on purpose
   IndexSpan(const int64_t* p, size_t n) : p_(p), n_(n) {}
 
   size_t size() const { return n_; }
@@ -110,8 +108,7 @@ inline constexpr size_t kMaxKeptScratchBytes = size_t(64) << 20;
 /// buffer number `slot` (0 or 1: two may be live at once), grown when too small and kept, so
 /// steady-state calls do not allocate. Above kMaxKeptScratchBytes the room is allocated into
 /// `owned` for this call only. The contents are garbage.
-template <class A>
-A* scratch_buffer(int slot, size_t n, std::unique_ptr<A[]>& owned) {
+template <class A> A* scratch_buffer(int slot, size_t n, std::unique_ptr<A[]>& owned) {
   if (n * sizeof(A) > kMaxKeptScratchBytes) {
     owned.reset(new A[n]);
     return owned.get();

@@ -77,7 +77,7 @@ template <class Packet> Packet exp_f32(const Packet& x) {
 template <class Packet> Packet exp_f64(const Packet& x) {
   namespace ei = Eigen::internal;
   typedef uint64_t Bits __attribute__((vector_size(sizeof(Packet))));  // unsigned: wrapping adds
-  const Packet shift = ei::pset1<Packet>(6755399441055744.0);  // 1.5 * 2^52
+  const Packet shift = ei::pset1<Packet>(6755399441055744.0);          // 1.5 * 2^52
   const Packet t = ei::pmadd(x, ei::pset1<Packet>(1.4426950408889634074), shift);
   const Packet m = ei::psub(t, shift);
   Packet r = ei::pmadd(m, ei::pset1<Packet>(-6.93147180369123816490e-01), x);

@@ -46,8 +46,7 @@ inline bool simplify(IndexSpan shape, IndexSpan dst_strides, IndexSpan src_strid
 }
 
 /// The innermost run: n elements of S bytes.
-template <int S>
-inline void copy_run(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
+template <int S> inline void copy_run(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
   if (ds == 1 && ss == 1) {
     std::memcpy(dst, src, static_cast<size_t>(n) * S);
   } else if (ss == 0) {
@@ -60,8 +59,9 @@ inline void copy_run(char* dst, int64_t ds, const char* src, int64_t ss, int64_t
 }
 
 /// Unsigned integer of S bytes: elements are moved as such (no dtype needed).
-template <int S>
-using Bits = std::conditional_t<S == 1, uint8_t, std::conditional_t<S == 2, uint16_t, std::conditional_t<S == 4, uint32_t, uint64_t>>>;
+template <int S> using Bits =
+    std::conditional_t<S == 1, uint8_t,
+                       std::conditional_t<S == 2, uint16_t, std::conditional_t<S == 4, uint32_t, uint64_t>>>;
 
 /// A 2-d plane whose source is contiguous along `a` (a.src_stride == 1) and destination
 /// contiguous along `b` (b.dst_stride == 1): a transpose. Tiles of kTile x kTile are read into a
@@ -70,8 +70,7 @@ using Bits = std::conditional_t<S == 1, uint8_t, std::conditional_t<S == 2, uint
 /// unrolls and vectorises (2.5x faster than per-element copies for an f64 [1000, 100] plane:
 /// 1.9 -> 0.7 ns per element). Bands of kBand destination columns keep the rows being written
 /// few while the source is read along them.
-template <int S>
-inline void copy_plane_tiled(char* dst_bytes, const char* src_bytes, const Dim& a, const Dim& b) {
+template <int S> inline void copy_plane_tiled(char* dst_bytes, const char* src_bytes, const Dim& a, const Dim& b) {
   using T = Bits<S>;
   constexpr int64_t kTile = 16, kBand = 64;
   T* dst = reinterpret_cast<T*>(dst_bytes);
@@ -99,8 +98,7 @@ inline void copy_plane_tiled(char* dst_bytes, const char* src_bytes, const Dim& 
   }
 }
 
-template <int S>
-inline void copy_sized(SmallVector<Dim>& dims, char* dst, const char* src) {
+template <int S> inline void copy_sized(SmallVector<Dim>& dims, char* dst, const char* src) {
   if (dims.empty()) {
     std::memcpy(dst, src, S);
     return;

@@ -35,10 +35,7 @@ inline constexpr int kMaxTileSums = 4;
 inline constexpr int64_t kSumFlushTiles = 8;
 
 /// Elements of one tile of T.
-template <class T>
-constexpr int64_t tile_elements() {
-  return kTilePackets * Eigen::internal::packet_traits<T>::size;
-}
+template <class T> constexpr int64_t tile_elements() { return kTilePackets * Eigen::internal::packet_traits<T>::size; }
 
 /// One instruction. The accumulator tile is `acc`; the operand (`source`) is an external array
 /// (its base pointer bases[index], read at the tile's offset), a scratch tile (slot `index`), one
@@ -66,12 +63,12 @@ inline constexpr int kTileCodes = 39 + 4;
 constexpr uint16_t tile_code(TileInstr::Kind kind, TileOp op, TileInstr::Source source, bool reversed) {
   const int o = static_cast<int>(op), src = static_cast<int>(source);
   switch (kind) {
-    case TileInstr::load: return static_cast<uint16_t>(src);                                      // 0..2
+    case TileInstr::load: return static_cast<uint16_t>(src);                                     // 0..2
     case TileInstr::unary: return static_cast<uint16_t>(3 + o - static_cast<int>(TileOp::neg));  // 3..7
-    case TileInstr::binary:                                                                        // 8..35
+    case TileInstr::binary:                                                                      // 8..35
       return static_cast<uint16_t>(8 + (o - static_cast<int>(TileOp::add)) * 7 + src * 2 + (reversed ? 1 : 0));
     case TileInstr::store: return source == TileInstr::scratch ? 36 : 37;
-    case TileInstr::nmul: return static_cast<uint16_t>(39 + src);                                 // 39..42
+    case TileInstr::nmul: return static_cast<uint16_t>(39 + src);  // 39..42
     default: return 38;
   }
 }
@@ -113,16 +110,14 @@ FLUXION_TILE_INLINE void load_operand(int32_t index, const void* literal, char* 
 /// every value (a zero product gets the sign the negation gives it, -0 + -0 = -0, +0 + -0 = +0),
 /// so the contraction keeps the mul-then-neg bits. Where pmadd is a multiply and an add (no
 /// FMA), it is that mul, a negation and an exact add of -0.
-template <class P>
-FLUXION_TILE_INLINE P negated_product(const P& acc, const P& b) {
+template <class P> FLUXION_TILE_INLINE P negated_product(const P& acc, const P& b) {
   using T = typename ei::unpacket_traits<P>::type;
   return ei::pmadd(unary_ops::neg_packet(acc), b, ei::pset1<P>(T(-0.0)));
 }
 
 /// The unary primitives' own packet forms (backends/cpu/unary_packets.hpp): the same bits as
 /// their eager kernels.
-template <TileOp kOp, class T, class P>
-FLUXION_TILE_INLINE P unary_packet(const P& x) {
+template <TileOp kOp, class T, class P> FLUXION_TILE_INLINE P unary_packet(const P& x) {
   namespace ops = unary_ops;
   if constexpr (kOp == TileOp::neg) return ops::Neg::packet(x);
   else if constexpr (kOp == TileOp::exp) return ops::Exp::packet(x);
@@ -132,8 +127,7 @@ FLUXION_TILE_INLINE P unary_packet(const P& x) {
 }
 
 /// The binary primitives' own packet forms (backends/cpu/binary_ops.hpp).
-template <TileOp kOp, bool kReversed, class P>
-FLUXION_TILE_INLINE P binary_packet(const P& acc, const P& b) {
+template <TileOp kOp, bool kReversed, class P> FLUXION_TILE_INLINE P binary_packet(const P& acc, const P& b) {
   namespace ops = binary_ops;
   const P& x = kReversed ? b : acc;
   const P& y = kReversed ? acc : b;
@@ -143,8 +137,7 @@ FLUXION_TILE_INLINE P binary_packet(const P& acc, const P& b) {
   else return ops::Div::packet(x, y);
 }
 /// Adds the T partial sums of `n` sum instructions into their double sums and clears them.
-template <class T>
-inline void flush_sums(T* partial, double* sums, int n) {
+template <class T> inline void flush_sums(T* partial, double* sums, int n) {
   constexpr int64_t S = ei::packet_traits<T>::size;
   for (int64_t l = 0; l < n * S; ++l) {
     sums[l] += static_cast<double>(partial[l]);
@@ -156,8 +149,15 @@ inline void flush_sums(T* partial, double* sums, int n) {
 /// True when the tile programs implement `op` as a unary (1) or binary (2) operation.
 inline int tile_op_arity(TileOp op) {
   switch (op) {
-    case TileOp::neg: case TileOp::exp: case TileOp::log: case TileOp::sqrt: case TileOp::tanh: return 1;
-    case TileOp::add: case TileOp::sub: case TileOp::mul: case TileOp::div: return 2;
+    case TileOp::neg:
+    case TileOp::exp:
+    case TileOp::log:
+    case TileOp::sqrt:
+    case TileOp::tanh: return 1;
+    case TileOp::add:
+    case TileOp::sub:
+    case TileOp::mul:
+    case TileOp::div: return 2;
     default: return 0;
   }
 }
@@ -167,8 +167,8 @@ inline int tile_op_arity(TileOp op) {
 inline std::string describe(const TileInstr& in) {
   static const char* const kinds[] = {"load", "", "", "store", "sum", "nmul"};
   static const char* const ops[] = {"", "neg", "exp", "log", "sqrt", "tanh", "add", "sub", "mul", "div"};
-  std::string text = in.kind == TileInstr::unary || in.kind == TileInstr::binary ? ops[static_cast<int>(in.op)]
-                                                                                 : kinds[in.kind];
+  std::string text =
+      in.kind == TileInstr::unary || in.kind == TileInstr::binary ? ops[static_cast<int>(in.op)] : kinds[in.kind];
   if (in.kind == TileInstr::unary) return text;
   if (in.kind == TileInstr::sum) return text + " " + std::to_string(in.index);
   auto operand = [](TileInstr::Source source, int32_t index) -> std::string {
@@ -195,8 +195,8 @@ inline void contract_negated_products(std::vector<TileInstr>& program) {
   for (size_t i = 0; i < program.size(); ++i) {
     const TileInstr& mul = program[i];
     const bool product = mul.kind == TileInstr::binary && mul.op == TileOp::mul;
-    const bool negated = i + 1 < program.size() && program[i + 1].kind == TileInstr::unary &&
-                         program[i + 1].op == TileOp::neg;
+    const bool negated =
+        i + 1 < program.size() && program[i + 1].kind == TileInstr::unary && program[i + 1].op == TileOp::neg;
     out.push_back(mul);
     if (!product || !negated) continue;
     out.back().kind = TileInstr::nmul;
@@ -221,9 +221,8 @@ inline void contract_negated_products(std::vector<TileInstr>& program) {
 /// tile_elements<T>()); `slots` holds the scratch tiles (64-byte aligned). Sum instruction k adds
 /// its accumulator tile's elements into the S = packet-size double partial sums at sums + k * S
 /// (the tile's four packets added in T, then kSumFlushTiles tiles in T).
-template <class T>
-void run_tile_program(const TileInstr* program, int count, char* const* bases, T* slots, double* sums, int64_t e0,
-                      int64_t e1) {
+template <class T> void run_tile_program(const TileInstr* program, int count, char* const* bases, T* slots,
+                                         double* sums, int64_t e0, int64_t e1) {
   namespace ei = Eigen::internal;
   namespace td = tile_detail;
   using P = typename ei::packet_traits<T>::type;
@@ -237,23 +236,35 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
   std::fill(partial, partial + n_sums * S, T(-0.0));  // IEEE addition's identity, as eager sums
   // Each handler: a label (threaded) or case (switch) for its code, its body, then FLUXION_TILE_NEXT.
 #if FLUXION_TILE_THREADED
-#define FLUXION_TILE_HANDLER(name, code) name:
+#define FLUXION_TILE_HANDLER(name, code) \
+  name:
 #define FLUXION_TILE_NEXT \
   ++in;                   \
-  goto** ++target;
+  goto* * ++target;
   // Indexed by tile_code (the static_asserts below check the order).
   static const void* const handlers[] = {
-      &&load_external, &&load_scratch, &&load_scalar, &&unary_neg, &&unary_exp, &&unary_log, &&unary_sqrt,
+      &&load_external,
+      &&load_scratch,
+      &&load_scalar,
+      &&unary_neg,
+      &&unary_exp,
+      &&unary_log,
+      &&unary_sqrt,
       &&unary_tanh,
-#define FLUXION_TILE_BINARY_LABELS(op)                                                                     \
-  &&binary_##op##_external_false, &&binary_##op##_external_true, &&binary_##op##_scratch_false,          \
-      &&binary_##op##_scratch_true, &&binary_##op##_scalar_false, &&binary_##op##_scalar_true,           \
+#define FLUXION_TILE_BINARY_LABELS(op)                                                          \
+  &&binary_##op##_external_false, &&binary_##op##_external_true, &&binary_##op##_scratch_false, \
+      &&binary_##op##_scratch_true, &&binary_##op##_scalar_false, &&binary_##op##_scalar_true,  \
       &&binary_##op##_self_false,
       FLUXION_TILE_BINARY_LABELS(add) FLUXION_TILE_BINARY_LABELS(sub) FLUXION_TILE_BINARY_LABELS(mul)
-      FLUXION_TILE_BINARY_LABELS(div)
+              FLUXION_TILE_BINARY_LABELS(div)
 #undef FLUXION_TILE_BINARY_LABELS
-      &&store_scratch, &&store_external, &&sum_external,
-      &&nmul_external, &&nmul_scratch, &&nmul_scalar, &&nmul_self,
+          && store_scratch,
+      &&store_external,
+      &&sum_external,
+      &&nmul_external,
+      &&nmul_scratch,
+      &&nmul_scalar,
+      &&nmul_self,
   };
   static_assert(sizeof(handlers) / sizeof(handlers[0]) == kTileCodes, "one handler per tile_code");
   // Each instruction's handler address, and after the last the end of the tile: a dispatch is
@@ -294,81 +305,81 @@ void run_tile_program(const TileInstr* program, int count, char* const* bases, T
 #define FLUXION_TILE_LOAD(src, code)                                                 \
   FLUXION_TILE_HANDLER(load_##src, code)                                             \
   static_assert(tile_code(I::load, TileOp::none, I::src, false) == (code), "order"); \
-  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, acc);  \
+  td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, acc);   \
   FLUXION_TILE_NEXT
-        FLUXION_TILE_LOAD(external, 0)
-        FLUXION_TILE_LOAD(scratch, 1)
-        FLUXION_TILE_LOAD(scalar, 2)
+      FLUXION_TILE_LOAD(external, 0)
+      FLUXION_TILE_LOAD(scratch, 1)
+      FLUXION_TILE_LOAD(scalar, 2)
 #undef FLUXION_TILE_LOAD
-#define FLUXION_TILE_UNARY(op, code)                                                                \
-  FLUXION_TILE_HANDLER(unary_##op, code)                                                            \
-  static_assert(tile_code(I::unary, TileOp::op, I::external, false) == (code), "order");           \
-  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::unary_packet<TileOp::op, T>(acc[k]);        \
+#define FLUXION_TILE_UNARY(op, code)                                                       \
+  FLUXION_TILE_HANDLER(unary_##op, code)                                                   \
+  static_assert(tile_code(I::unary, TileOp::op, I::external, false) == (code), "order");   \
+  for (int k = 0; k < kTilePackets; ++k) acc[k] = td::unary_packet<TileOp::op, T>(acc[k]); \
   FLUXION_TILE_NEXT
-        FLUXION_TILE_UNARY(neg, 3)
-        FLUXION_TILE_UNARY(exp, 4)
-        FLUXION_TILE_UNARY(log, 5)
-        FLUXION_TILE_UNARY(sqrt, 6)
-        FLUXION_TILE_UNARY(tanh, 7)
+      FLUXION_TILE_UNARY(neg, 3)
+      FLUXION_TILE_UNARY(exp, 4)
+      FLUXION_TILE_UNARY(log, 5)
+      FLUXION_TILE_UNARY(sqrt, 6)
+      FLUXION_TILE_UNARY(tanh, 7)
 #undef FLUXION_TILE_UNARY
-#define FLUXION_TILE_BINARY_CASE(op, src, rev, code)                                                 \
-  FLUXION_TILE_HANDLER(binary_##op##_##src##_##rev, code)                                            \
-  static_assert(tile_code(I::binary, TileOp::op, I::src, rev) == (code), "order");                  \
-  {                                                                                                  \
-    P b[kTilePackets];                                                                               \
-    td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                  \
+#define FLUXION_TILE_BINARY_CASE(op, src, rev, code)                                                  \
+  FLUXION_TILE_HANDLER(binary_##op##_##src##_##rev, code)                                             \
+  static_assert(tile_code(I::binary, TileOp::op, I::src, rev) == (code), "order");                    \
+  {                                                                                                   \
+    P b[kTilePackets];                                                                                \
+    td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);                    \
     for (int k = 0; k < kTilePackets; ++k) acc[k] = td::binary_packet<TileOp::op, rev>(acc[k], b[k]); \
-  }                                                                                                  \
+  }                                                                                                   \
   FLUXION_TILE_NEXT
-#define FLUXION_TILE_BINARY(op, first)                                                                   \
-  FLUXION_TILE_BINARY_CASE(op, external, false, first)                  \
-  FLUXION_TILE_BINARY_CASE(op, external, true, first + 1)               \
-  FLUXION_TILE_BINARY_CASE(op, scratch, false, first + 2)               \
-  FLUXION_TILE_BINARY_CASE(op, scratch, true, first + 3)                \
-  FLUXION_TILE_BINARY_CASE(op, scalar, false, first + 4)                \
-  FLUXION_TILE_BINARY_CASE(op, scalar, true, first + 5)                 \
+#define FLUXION_TILE_BINARY(op, first)                    \
+  FLUXION_TILE_BINARY_CASE(op, external, false, first)    \
+  FLUXION_TILE_BINARY_CASE(op, external, true, first + 1) \
+  FLUXION_TILE_BINARY_CASE(op, scratch, false, first + 2) \
+  FLUXION_TILE_BINARY_CASE(op, scratch, true, first + 3)  \
+  FLUXION_TILE_BINARY_CASE(op, scalar, false, first + 4)  \
+  FLUXION_TILE_BINARY_CASE(op, scalar, true, first + 5)   \
   FLUXION_TILE_BINARY_CASE(op, self, false, first + 6)
-        FLUXION_TILE_BINARY(add, 8)
-        FLUXION_TILE_BINARY(sub, 15)
-        FLUXION_TILE_BINARY(mul, 22)
-        FLUXION_TILE_BINARY(div, 29)
+      FLUXION_TILE_BINARY(add, 8)
+      FLUXION_TILE_BINARY(sub, 15)
+      FLUXION_TILE_BINARY(mul, 22)
+      FLUXION_TILE_BINARY(div, 29)
 #undef FLUXION_TILE_BINARY
 #undef FLUXION_TILE_BINARY_CASE
-        FLUXION_TILE_HANDLER(store_scratch, 36) {
-          static_assert(tile_code(I::store, TileOp::none, I::scratch, false) == 36, "order");
-          T* p = slots + in->index * kTile;
-          for (int k = 0; k < kTilePackets; ++k) ei::pstore(p + k * S, acc[k]);
-        }
-        FLUXION_TILE_NEXT
-        FLUXION_TILE_HANDLER(store_external, 37) {
-          static_assert(tile_code(I::store, TileOp::none, I::external, false) == 37, "order");
-          T* p = reinterpret_cast<T*>(bases[in->index]) + start;
-          for (int k = 0; k < kTilePackets; ++k) ei::pstoreu(p + k * S, acc[k]);
-        }
-        FLUXION_TILE_NEXT
-        FLUXION_TILE_HANDLER(sum_external, 38) {
-          static_assert(tile_code(I::sum, TileOp::none, I::external, false) == 38, "order");
-          // The tile's packets added pairwise in T, then into this instruction's partial packet
-          // in T (converted and added into the double sums every kSumFlushTiles tiles).
-          static_assert(kTilePackets == 4, "the pairwise tile sum below adds four packets");
-          const P tile_sum = ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3]));
-          T* p = partial + in->index * S;
-          ei::pstore(p, ei::padd(ei::pload<P>(p), tile_sum));
-        }
-        FLUXION_TILE_NEXT
-#define FLUXION_TILE_NMUL(src, code)                                                        \
-  FLUXION_TILE_HANDLER(nmul_##src, code)                                                    \
-  static_assert(tile_code(I::nmul, TileOp::none, I::src, false) == (code), "order");       \
-  {                                                                                         \
-    P b[kTilePackets];                                                                      \
-    td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);         \
-    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::negated_product(acc[k], b[k]);     \
-  }                                                                                         \
+      FLUXION_TILE_HANDLER(store_scratch, 36) {
+        static_assert(tile_code(I::store, TileOp::none, I::scratch, false) == 36, "order");
+        T* p = slots + in->index * kTile;
+        for (int k = 0; k < kTilePackets; ++k) ei::pstore(p + k * S, acc[k]);
+      }
+      FLUXION_TILE_NEXT
+      FLUXION_TILE_HANDLER(store_external, 37) {
+        static_assert(tile_code(I::store, TileOp::none, I::external, false) == 37, "order");
+        T* p = reinterpret_cast<T*>(bases[in->index]) + start;
+        for (int k = 0; k < kTilePackets; ++k) ei::pstoreu(p + k * S, acc[k]);
+      }
+      FLUXION_TILE_NEXT
+      FLUXION_TILE_HANDLER(sum_external, 38) {
+        static_assert(tile_code(I::sum, TileOp::none, I::external, false) == 38, "order");
+        // The tile's packets added pairwise in T, then into this instruction's partial packet
+        // in T (converted and added into the double sums every kSumFlushTiles tiles).
+        static_assert(kTilePackets == 4, "the pairwise tile sum below adds four packets");
+        const P tile_sum = ei::padd(ei::padd(acc[0], acc[1]), ei::padd(acc[2], acc[3]));
+        T* p = partial + in->index * S;
+        ei::pstore(p, ei::padd(ei::pload<P>(p), tile_sum));
+      }
+      FLUXION_TILE_NEXT
+#define FLUXION_TILE_NMUL(src, code)                                                   \
+  FLUXION_TILE_HANDLER(nmul_##src, code)                                               \
+  static_assert(tile_code(I::nmul, TileOp::none, I::src, false) == (code), "order");   \
+  {                                                                                    \
+    P b[kTilePackets];                                                                 \
+    td::load_operand<I::src>(in->index, in->literal, bases, slots, start, acc, b);     \
+    for (int k = 0; k < kTilePackets; ++k) acc[k] = td::negated_product(acc[k], b[k]); \
+  }                                                                                    \
   FLUXION_TILE_NEXT
-        FLUXION_TILE_NMUL(external, 39)
-        FLUXION_TILE_NMUL(scratch, 40)
-        FLUXION_TILE_NMUL(scalar, 41)
-        FLUXION_TILE_NMUL(self, 42)
+      FLUXION_TILE_NMUL(external, 39)
+      FLUXION_TILE_NMUL(scratch, 40)
+      FLUXION_TILE_NMUL(scalar, 41)
+      FLUXION_TILE_NMUL(self, 42)
 #undef FLUXION_TILE_NMUL
 #if FLUXION_TILE_THREADED
     }

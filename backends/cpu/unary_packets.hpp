@@ -51,13 +51,13 @@ template <class P> P sqrt_packet(const P& x) {
   } else
 #endif
 #if defined(EIGEN_VECTORIZE_AVX)
-  if constexpr (sizeof(P) == 32) {
+      if constexpr (sizeof(P) == 32) {
     if constexpr (f32) return _mm256_sqrt_ps(x);
     else return _mm256_sqrt_pd(x);
   } else
 #endif
 #if defined(EIGEN_VECTORIZE_SSE2)
-  if constexpr (sizeof(P) == 16) {
+      if constexpr (sizeof(P) == 16) {
     if constexpr (f32) return _mm_sqrt_ps(x);
     else return _mm_sqrt_pd(x);
   } else
@@ -178,9 +178,7 @@ template <class F, class S> struct UnaryFunctor {
 };
 
 /// F applied to the Eigen array expression `a`.
-template <class F, class A> auto apply_array(const A& a) {
-  return a.unaryExpr(UnaryFunctor<F, typename A::Scalar>());
-}
+template <class F, class A> auto apply_array(const A& a) { return a.unaryExpr(UnaryFunctor<F, typename A::Scalar>()); }
 
 }  // namespace fluxion::cpu::unary_ops
 

@@ -39,8 +39,8 @@ void check_device(const char* where, int index) {
                                        ". Use fx::Device::cpu(), or run where a GPU and its "
                                        "driver are present.");
   if (index < 0 || index >= probe().count)
-    fluxion::detail::fail<DeviceError>(where, "there is no device cuda:", index, ": ",
-                                       probe().count, " CUDA device(s) are visible. Use an index "
+    fluxion::detail::fail<DeviceError>(where, "there is no device cuda:", index, ": ", probe().count,
+                                       " CUDA device(s) are visible. Use an index "
                                        "below fx::cuda::device_count().");
 }
 
@@ -73,8 +73,7 @@ int device_count() { return is_available() ? probe().count : 0; }
 
 std::string unavailable_reason() {
   const Probe& p = probe();
-  if (p.error != cudaSuccess)
-    return "the CUDA runtime cannot reach a device: " + error_text(p.error);
+  if (p.error != cudaSuccess) return "the CUDA runtime cannot reach a device: " + error_text(p.error);
   if (p.count == 0) return "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)";
   return "";
 }
@@ -89,8 +88,8 @@ void* allocate(int index, int64_t nbytes) {
   cudaError_t e = cudaMalloc(&ptr, static_cast<size_t>(nbytes));
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    fluxion::detail::fail<OutOfMemoryError>("cuda", "could not allocate ", nbytes, " bytes on cuda:",
-                                            index, ". Reduce the tensor sizes or free memory.");
+    fluxion::detail::fail<OutOfMemoryError>("cuda", "could not allocate ", nbytes, " bytes on cuda:", index,
+                                            ". Reduce the tensor sizes or free memory.");
   }
   check(e, "cuda", "cudaMalloc");
   return ptr;
@@ -119,8 +118,7 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, int6
     DeviceScope scope(src_device.index);
     check(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), "device_put", "cudaMemcpy");
   } else {
-    check(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, n), "device_put",
-          "cudaMemcpyPeer");
+    check(cudaMemcpyPeer(dst, dst_device.index, src, src_device.index, n), "device_put", "cudaMemcpyPeer");
   }
 }
 

@@ -29,9 +29,9 @@ inline bool next(std::vector<int64_t>& idx, const std::vector<int64_t>& size) {
 
 }  // namespace dot_general_detail
 
-template <class T>
-void dot_general(const T* lhs, const std::vector<int64_t>& ls, const T* rhs, const std::vector<int64_t>& rs,
-                 const AxisPair& contract, const AxisPair& batch, T* out) {
+template <class T> void dot_general(const T* lhs, const std::vector<int64_t>& ls, const T* rhs,
+                                    const std::vector<int64_t>& rs, const AxisPair& contract, const AxisPair& batch,
+                                    T* out) {
   using namespace dot_general_detail;
   using Accum = Acc<T>;
   std::vector<int64_t> lstride(ls.size(), 1), rstride(rs.size(), 1);

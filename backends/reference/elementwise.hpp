@@ -6,8 +6,7 @@
 
 namespace fluxion::reference {
 
-template <class Op>
-void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+template <class Op> void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
@@ -19,8 +18,7 @@ void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tens
   });
 }
 
-template <class Op>
-void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+template <class Op> void binary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {

@@ -26,8 +26,7 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
 }
 
 /// Calls f(out_flat, out_index) for every element of `shape`.
-template <class F>
-void for_each_index(const Shape& shape, F&& f) {
+template <class F> void for_each_index(const Shape& shape, F&& f) {
   const int64_t n = shape.num_elements();
   for (int64_t i = 0; i < n; ++i) f(i, unravel(i, shape));
 }

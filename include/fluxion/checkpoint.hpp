@@ -35,8 +35,7 @@ namespace checkpoint_detail {
 std::vector<Tensor> checkpoint_flat(const control_flow_detail::FlatFn& fn, const std::vector<Tensor>& leaves);
 
 /// Argument `a` with its leaves taken from `leaves` from `pos` on (static arguments unchanged).
-template <class Arg>
-Arg rebuild_argument(const Arg& a, const std::vector<Tensor>& leaves, size_t& pos) {
+template <class Arg> Arg rebuild_argument(const Arg& a, const std::vector<Tensor>& leaves, size_t& pos) {
   if constexpr (is_pytree_v<Arg>) return control_flow_detail::rebuild_tree(a, leaves, pos);
   else return a;
 }
@@ -44,13 +43,11 @@ Arg rebuild_argument(const Arg& a, const std::vector<Tensor>& leaves, size_t& po
 }  // namespace checkpoint_detail
 
 /// A checkpointed function: call it like the original.
-template <class F>
-class Checkpointed {
+template <class F> class Checkpointed {
  public:
   explicit Checkpointed(F f) : f_(std::move(f)) {}
 
-  template <class... Args>
-  auto operator()(const Args&... args) const {
+  template <class... Args> auto operator()(const Args&... args) const {
     using Out = std::decay_t<decltype(f_(args...))>;
     static_assert(is_pytree_v<Out>, "fx::checkpoint: the function must return a Tensor or a pytree of Tensors");
     // Nothing is stored for a backward pass eagerly: no primitive needed.
@@ -78,9 +75,6 @@ class Checkpointed {
 
 /// `f` with rematerialisation: under reverse mode its intermediate values are recomputed in the
 /// backward pass (one extra forward pass of f) instead of being stored. See the header comment.
-template <class F>
-Checkpointed<F> checkpoint(F f) {
-  return Checkpointed<F>(std::move(f));
-}
+template <class F> Checkpointed<F> checkpoint(F f) { return Checkpointed<F>(std::move(f)); }
 
 }  // namespace fluxion

@@ -130,8 +130,7 @@ Tensor predicate_index(const char* op, const Tensor& pred);
 /// Leading size shared by every xs leaf.
 int64_t scan_length(const std::vector<Tensor>& xs);
 
-template <class T>
-T rebuild_tree(const T& structure, const std::vector<Tensor>& leaves, size_t& pos) {
+template <class T> T rebuild_tree(const T& structure, const std::vector<Tensor>& leaves, size_t& pos) {
   auto it = leaves.cbegin() + static_cast<std::ptrdiff_t>(pos);
   auto start = it;
   T out = PyTree<T>::rebuild(structure, it);
@@ -148,9 +147,8 @@ template <class Out, class F, class... Ops>
 FlatFn branch_fn(const char* op, F f, std::shared_ptr<std::optional<Out>> out_structure, std::tuple<Ops...> ops) {
   return [op, f, out_structure, ops](const std::vector<Tensor>& leaves) {
     size_t pos = 0;
-    auto rebuilt = std::apply([&](const auto&... o) {
-      return std::tuple<Ops...>{rebuild_tree(o, leaves, pos)...};
-    }, ops);
+    auto rebuilt =
+        std::apply([&](const auto&... o) { return std::tuple<Ops...>{rebuild_tree(o, leaves, pos)...}; }, ops);
     Out out = std::apply(f, rebuilt);
     if (!*out_structure) *out_structure = out;
     else if (!PyTree<Out>::same_structure(**out_structure, out))
@@ -159,8 +157,7 @@ FlatFn branch_fn(const char* op, F f, std::shared_ptr<std::optional<Out>> out_st
   };
 }
 
-template <class T>
-Tensor as_i32(const T& v) {
+template <class T> Tensor as_i32(const T& v) {
   if constexpr (std::is_integral_v<T>) return scalar<int32_t>(static_cast<int32_t>(v));
   else return astype(Tensor(v), i32);
 }
@@ -169,8 +166,7 @@ Tensor as_i32(const T& v) {
 
 /// Runs true_fn(operands...) if `pred` (a rank-0 bool) holds, else false_fn(operands...), as one
 /// differentiable, batchable primitive; both branches are traced and must return equal avals.
-template <class T, class F, class... Ops>
-auto cond(const Tensor& pred, T true_fn, F false_fn, const Ops&... operands) {
+template <class T, class F, class... Ops> auto cond(const Tensor& pred, T true_fn, F false_fn, const Ops&... operands) {
   using Out = std::decay_t<decltype(true_fn(operands...))>;
   static_assert(std::is_same_v<Out, std::decay_t<decltype(false_fn(operands...))>>,
                 "fx::cond: both branches must return the same pytree type");
@@ -179,10 +175,11 @@ auto cond(const Tensor& pred, T true_fn, F false_fn, const Ops&... operands) {
   std::vector<Tensor> leaves;
   (PyTree<Ops>::flatten(operands, leaves), ...);
   // Branch 0 is taken for index 0 (false), branch 1 for index 1 (true).
-  std::vector<control_flow_detail::FlatFn> branches{control_flow_detail::branch_fn<Out>("cond", false_fn, structure, ops),
-                                                    control_flow_detail::branch_fn<Out>("cond", true_fn, structure, ops)};
-  std::vector<Tensor> outs = control_flow_detail::cond_flat(
-      "cond", control_flow_detail::predicate_index("cond", pred), branches, leaves);
+  std::vector<control_flow_detail::FlatFn> branches{
+      control_flow_detail::branch_fn<Out>("cond", false_fn, structure, ops),
+      control_flow_detail::branch_fn<Out>("cond", true_fn, structure, ops)};
+  std::vector<Tensor> outs =
+      control_flow_detail::cond_flat("cond", control_flow_detail::predicate_index("cond", pred), branches, leaves);
   auto it = outs.cbegin();
   return PyTree<Out>::rebuild(**structure, it);
 }
@@ -209,8 +206,7 @@ auto switch_(const Tensor& index, std::initializer_list<F> branches, const Ops&.
 
 /// Repeats carry = body_fn(carry) while cond_fn(carry) (a rank-0 bool) holds; init is any pytree.
 /// Forward mode and vmap always work; reverse mode needs fx::max_steps(n) (at most n iterations).
-template <class C, class B, class T>
-T while_loop(C cond_fn, B body_fn, const T& init, MaxSteps steps = {}) {
+template <class C, class B, class T> T while_loop(C cond_fn, B body_fn, const T& init, MaxSteps steps = {}) {
   static_assert(std::is_same_v<T, std::decay_t<decltype(body_fn(init))>>,
                 "fx::while_loop: body_fn must return the carry's type");
   control_flow_detail::FlatFn c = [cond_fn, init](const std::vector<Tensor>& leaves) {
@@ -221,7 +217,8 @@ T while_loop(C cond_fn, B body_fn, const T& init, MaxSteps steps = {}) {
     size_t pos = 0;
     T next = body_fn(control_flow_detail::rebuild_tree(init, leaves, pos));
     if (!PyTree<T>::same_structure(init, next))
-      control_flow_detail::structure_mismatch("while_loop", "body_fn returns a carry whose structure differs from init's");
+      control_flow_detail::structure_mismatch("while_loop",
+                                              "body_fn returns a carry whose structure differs from init's");
     return tree_leaves(next);
   };
   std::vector<Tensor> outs = control_flow_detail::while_flat(c, b, tree_leaves(init), steps.n);
@@ -261,8 +258,7 @@ auto scan(F f, const C& init, const X& xs, std::optional<Reverse> rev = std::nul
 
 /// carry = body_fn(i, carry) for i in [lower, upper) (i an i32 scalar). Static int bounds lower to
 /// scan (reverse mode works); Tensor bounds lower to while_loop (forward mode and vmap only).
-template <class L, class U, class B, class T>
-T fori_loop(const L& lower, const U& upper, B body_fn, const T& init) {
+template <class L, class U, class B, class T> T fori_loop(const L& lower, const U& upper, B body_fn, const T& init) {
   if constexpr (std::is_integral_v<L> && std::is_integral_v<U>) {
     int64_t lo = static_cast<int64_t>(lower), n = std::max<int64_t>(0, static_cast<int64_t>(upper) - lo);
     Tensor is = arange(lo, lo + n, 1, i32);

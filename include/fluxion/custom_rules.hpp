@@ -52,8 +52,7 @@ std::vector<Tensor> custom_lin_flat(const FlatFn& bwd, const std::vector<Tensor>
                                     const std::vector<Tensor>& tangents, const std::vector<AbstractValue>& arg_avals,
                                     const std::vector<AbstractValue>& out_avals);
 
-template <class... Args>
-std::vector<Tensor> flatten_args(const std::tuple<Args...>& args) {
+template <class... Args> std::vector<Tensor> flatten_args(const std::tuple<Args...>& args) {
   std::vector<Tensor> leaves;
   PyTree<std::tuple<Args...>>::flatten(args, leaves);
   return leaves;
@@ -61,8 +60,7 @@ std::vector<Tensor> flatten_args(const std::tuple<Args...>& args) {
 
 /// A FlatFn calling f(args...) rebuilt in the structure of `shape`; the output's structure is
 /// recorded in `out` on the first call.
-template <class Out, class F, class Tuple>
-FlatFn flat_call(F f, Tuple shape, std::shared_ptr<std::optional<Out>> out) {
+template <class Out, class F, class Tuple> FlatFn flat_call(F f, Tuple shape, std::shared_ptr<std::optional<Out>> out) {
   return [f, shape, out](const std::vector<Tensor>& leaves) {
     size_t pos = 0;
     Tuple args = control_flow_detail::rebuild_tree(shape, leaves, pos);
@@ -102,13 +100,11 @@ Out rebuild_output(const std::shared_ptr<std::optional<Out>>& structure, const s
 }  // namespace custom_detail
 
 /// A function with a user-defined jvp rule (see custom_jvp).
-template <class F, class Rule>
-class CustomJvp {
+template <class F, class Rule> class CustomJvp {
  public:
   CustomJvp(F f, Rule rule) : f_(std::move(f)), rule_(std::move(rule)) {}
 
-  template <class... Args>
-  auto operator()(const Args&... args) const {
+  template <class... Args> auto operator()(const Args&... args) const {
     static_assert((is_pytree_v<Args> && ...), "fx::custom_jvp: every argument must be a Tensor or pytree of Tensors");
     using Out = std::decay_t<decltype(f_(args...))>;
     using Tuple = std::tuple<Args...>;
@@ -121,9 +117,9 @@ class CustomJvp {
       Tuple primals = control_flow_detail::rebuild_tree(shape, p, pp);
       Tuple tangents = control_flow_detail::rebuild_tree(shape, t, tp);
       auto r = rule(primals, tangents);
-      static_assert(std::is_same_v<std::decay_t<decltype(r.first)>, Out> &&
-                        std::is_same_v<std::decay_t<decltype(r.second)>, Out>,
-                    "fx::custom_jvp: the rule must return std::pair{output, output tangent}, both of f's output type");
+      static_assert(
+          std::is_same_v<std::decay_t<decltype(r.first)>, Out> && std::is_same_v<std::decay_t<decltype(r.second)>, Out>,
+          "fx::custom_jvp: the rule must return std::pair{output, output tangent}, both of f's output type");
       std::vector<Tensor> out = tree_leaves(r.first);
       PyTree<Out>::flatten(r.second, out);
       return out;
@@ -141,23 +137,21 @@ class CustomJvp {
 /// `f` with the jvp rule `rule(primals, tangents) -> std::pair{output, output tangent}`, where
 /// primals and tangents are std::tuple of f's arguments (tangents of integer leaves are zeros).
 /// The output tangent must be linear in the tangents (reverse mode transposes it).
-template <class F, class Rule>
-CustomJvp<F, Rule> custom_jvp(F f, Rule rule) {
+template <class F, class Rule> CustomJvp<F, Rule> custom_jvp(F f, Rule rule) {
   return CustomJvp<F, Rule>(std::move(f), std::move(rule));
 }
 
 /// A function with a user-defined vjp (see custom_vjp).
-template <class F, class Fwd, class Bwd>
-class CustomVjp {
+template <class F, class Fwd, class Bwd> class CustomVjp {
  public:
   CustomVjp(F f, Fwd fwd, Bwd bwd) : f_(std::move(f)), fwd_(std::move(fwd)), bwd_(std::move(bwd)) {}
 
-  template <class... Args>
-  auto operator()(const Args&... args) const {
+  template <class... Args> auto operator()(const Args&... args) const {
     static_assert((is_pytree_v<Args> && ...), "fx::custom_vjp: every argument must be a Tensor or pytree of Tensors");
     using Out = std::decay_t<decltype(f_(args...))>;
     using Fwd_ = custom_detail::FwdResult<std::decay_t<decltype(fwd_(args...))>>;
-    static_assert(Fwd_::ok, "fx::custom_vjp: fwd must return std::pair{output, residuals} (or a std::tuple of the two)");
+    static_assert(Fwd_::ok,
+                  "fx::custom_vjp: fwd must return std::pair{output, residuals} (or a std::tuple of the two)");
     static_assert(std::is_same_v<typename Fwd_::Out, Out>,
                   "fx::custom_vjp: the output fwd returns must have the type of f's output");
     using Res = typename Fwd_::Res;  // deduced: any pytree, static leaves included
@@ -203,8 +197,7 @@ class CustomVjp {
 /// residuals are any pytree, their type deduced (`std::pair{y, std::tuple{x, c}}`): tensors, tuples,
 /// pairs, vectors, maps, Hana structs, nested, with static members (ints...) passed through as they
 /// are; bwd receives them with that type (references, as from std::tie, become values).
-template <class F, class Fwd, class Bwd>
-CustomVjp<F, Fwd, Bwd> custom_vjp(F f, Fwd fwd, Bwd bwd) {
+template <class F, class Fwd, class Bwd> CustomVjp<F, Fwd, Bwd> custom_vjp(F f, Fwd fwd, Bwd bwd) {
   return CustomVjp<F, Fwd, Bwd>(std::move(f), std::move(fwd), std::move(bwd));
 }
 

@@ -53,8 +53,7 @@ inline std::string html_escape(std::string_view text) {
 }
 
 /// The text `std::cout << value` prints.
-template <class T>
-std::string plain_text(const T& value) {
+template <class T> std::string plain_text(const T& value) {
   std::ostringstream os;
   os << value;
   return os.str();
@@ -63,8 +62,7 @@ std::string plain_text(const T& value) {
 namespace detail {
 /// One element as numpy prints it: True/False, integers as is, floats with up to 8 decimals and
 /// trailing zeros dropped ("1.", "0.84147098"), scientific outside [1e-4, 1e8).
-template <class T>
-std::string format_element(T v) {
+template <class T> std::string format_element(T v) {
   if constexpr (std::is_same_v<T, bool>) {
     return v ? "True" : "False";
   } else if constexpr (std::is_integral_v<T>) {
@@ -193,8 +191,8 @@ inline std::string to_dot(const Jaxpr& j) {
         "  edge [fontname=\"monospace\", fontsize=9];\n";
   auto source = [&](int32_t v, const char* style) {
     const std::string node = "v" + std::to_string(v);
-    os << "  " << node << " [shape=ellipse, " << style << ", label="
-       << quoted(name_of(v) + ":" + plain_text(j.avals[static_cast<size_t>(v)])) << "];\n";
+    os << "  " << node << " [shape=ellipse, " << style
+       << ", label=" << quoted(name_of(v) + ":" + plain_text(j.avals[static_cast<size_t>(v)])) << "];\n";
     producer[v] = node;
   };
   for (int32_t v : j.constvars) source(v, "style=dashed");

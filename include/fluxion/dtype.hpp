@@ -56,8 +56,7 @@ template <class T> inline constexpr DType dtype_of_v = dtype_of<T>::value;
 template <class T> struct TypeTag { using type = T; };
 
 /// Calls f(TypeTag<T>{}) with T the C++ type of `d`. Kernels use it to instantiate per dtype.
-template <class F>
-decltype(auto) dispatch_dtype(DType d, F&& f) {
+template <class F> decltype(auto) dispatch_dtype(DType d, F&& f) {
   switch (d) {
     case DType::boolean: return f(TypeTag<bool>{});
     case DType::i32: return f(TypeTag<int32_t>{});

@@ -26,8 +26,7 @@ class Interpreter {
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 
-  virtual std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
-                                      const Params& params) = 0;
+  virtual std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) = 0;
 
   Interpreter* parent() const { return parent_; }
   const std::shared_ptr<InterpreterTag>& tag() const { return tag_; }
@@ -55,8 +54,7 @@ bool is_main_thread();
 /// Per-thread objects are created with new and never destroyed on the main thread (clang-repl,
 /// the notebook engine, runs thread_local destructors after its JIT'd code is gone); on other
 /// threads this deletes `p` when the thread exits.
-template <class T>
-T* delete_at_thread_exit(T* p) {
+template <class T> T* delete_at_thread_exit(T* p) {
   struct Reaper {
     T* object = nullptr;
     ~Reaper() { delete object; }

@@ -33,7 +33,7 @@ struct Equation {
 struct Jaxpr {
   std::vector<AbstractValue> avals;  // by variable id
   std::vector<int32_t> constvars;
-  std::vector<Tensor> consts;        // values of constvars, same order
+  std::vector<Tensor> consts;  // values of constvars, same order
   std::vector<int32_t> invars;
   std::vector<Equation> equations;
   std::vector<Atom> outputs;
@@ -71,12 +71,10 @@ class StageInterpreter final : public Interpreter {
   explicit StageInterpreter(const char* transform = "make_jaxpr", bool forward_known = false);
   /// A new input variable of the Jaxpr, returned as a tracer.
   Tensor new_input(const AbstractValue& aval, Device device = Device::cpu());
-  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs,
-                              const Params& params) override;
+  std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override;
   /// Records `p` as one equation whatever its inputs (partial-evaluation rules stage their
   /// unknown part with it).
-  std::vector<Tensor> stage_equation(const Primitive& p, const std::vector<Tensor>& inputs,
-                                     const Params& params);
+  std::vector<Tensor> stage_equation(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params);
   /// Closes the Jaxpr with `outputs` (tracers of this interpreter, or constants) and returns it.
   Jaxpr finish(const std::vector<Tensor>& outputs);
 
@@ -91,8 +89,7 @@ namespace detail {
 /// Argument handling for make_jaxpr: Tensors become inputs, everything else is static.
 template <class T> struct is_tensor : std::is_same<std::decay_t<T>, Tensor> {};
 
-template <class Arg>
-decltype(auto) stage_argument(StageInterpreter& st, const Arg& arg) {
+template <class Arg> decltype(auto) stage_argument(StageInterpreter& st, const Arg& arg) {
   if constexpr (is_tensor<Arg>::value) {
     return st.new_input(arg.aval(), arg.device());
   } else if constexpr (std::is_same_v<Arg, std::vector<Tensor>>) {
@@ -108,12 +105,10 @@ inline void collect_outputs(const Tensor& t, std::vector<Tensor>& out) { out.pus
 inline void collect_outputs(const std::vector<Tensor>& ts, std::vector<Tensor>& out) {
   out.insert(out.end(), ts.begin(), ts.end());
 }
-template <class... Ts>
-void collect_outputs(const std::tuple<Ts...>& t, std::vector<Tensor>& out) {
+template <class... Ts> void collect_outputs(const std::tuple<Ts...>& t, std::vector<Tensor>& out) {
   std::apply([&](const auto&... e) { (collect_outputs(e, out), ...); }, t);
 }
-template <class A, class B>
-void collect_outputs(const std::pair<A, B>& p, std::vector<Tensor>& out) {
+template <class A, class B> void collect_outputs(const std::pair<A, B>& p, std::vector<Tensor>& out) {
   collect_outputs(p.first, out);
   collect_outputs(p.second, out);
 }
@@ -121,16 +116,14 @@ void collect_outputs(const std::pair<A, B>& p, std::vector<Tensor>& out) {
 
 /// Returns a callable that traces `f` on the avals of its Tensor arguments and returns the Jaxpr.
 /// Non-Tensor arguments are static and passed through unchanged.
-template <class F>
-auto make_jaxpr(F f) {
+template <class F> auto make_jaxpr(F f) {
   return [f](const auto&... args) -> Jaxpr {
     StageInterpreter stage("make_jaxpr");
     std::vector<Tensor> outs;
     {
       InterpreterScope scope(stage);
       // Braced initialisation is evaluated left to right, so inputs are numbered in order.
-      std::tuple<decltype(detail::stage_argument(stage, args))...> staged{
-          detail::stage_argument(stage, args)...};
+      std::tuple<decltype(detail::stage_argument(stage, args))...> staged{detail::stage_argument(stage, args)...};
       auto result = std::apply(f, staged);
       detail::collect_outputs(result, outs);
     }

@@ -66,15 +66,15 @@ namespace jit_detail {
 /// arguments' structure and static leaves), and the avals and devices of the tensor leaves.
 struct Entry {
   explicit Entry(std::type_index t) : type(t) {}
-  std::type_index type;                          // the C++ argument types
-  std::vector<AbstractValue> avals;              // of the dynamic leaves
+  std::type_index type;              // the C++ argument types
+  std::vector<AbstractValue> avals;  // of the dynamic leaves
   std::vector<Device> devices;
-  std::shared_ptr<const void> key_tree;          // std::tuple of the arguments, tensors left empty
-  std::shared_ptr<const void> out_structure;     // the output pytree (leaves are placeholders)
-  std::shared_ptr<const JitCallParams> call;     // the optimized Jaxpr and its plan
-  std::vector<Tensor> leading_args;              // closed-over tracers passed first (uncached)
+  std::shared_ptr<const void> key_tree;                      // std::tuple of the arguments, tensors left empty
+  std::shared_ptr<const void> out_structure;                 // the output pytree (leaves are placeholders)
+  std::shared_ptr<const JitCallParams> call;                 // the optimized Jaxpr and its plan
+  std::vector<Tensor> leading_args;                          // closed-over tracers passed first (uncached)
   mutable std::atomic<const Executable*> cpu_plan{nullptr};  // call->executable(cpu), once known
-  mutable uint64_t last_use = 0;                 // the cache's clock at its latest lookup (LRU)
+  mutable uint64_t last_use = 0;                             // the cache's clock at its latest lookup (LRU)
 };
 
 /// The cache of one jit object (shared by its copies): at most `capacity` entries, the least
@@ -164,8 +164,7 @@ const Entry* insert_entry(Cache& cache, Scratch& scratch, std::shared_ptr<const 
 /// Evicts the least recently used entries until at most `capacity` remain (0 empties the cache).
 void shrink(Cache& cache, size_t capacity);
 
-template <class Arg>
-void flatten_dynamic(const Arg& a, std::vector<Tensor>& leaves) {
+template <class Arg> void flatten_dynamic(const Arg& a, std::vector<Tensor>& leaves) {
   if constexpr (is_pytree_v<Arg>) PyTree<Arg>::flatten(a, leaves);
 }
 
@@ -175,8 +174,7 @@ struct NoTensors {
   Tensor operator*() const { return Tensor(); }
 };
 /// `a` with its tensors dropped: what an entry keeps of an argument for its key.
-template <class Arg>
-Arg key_of(const Arg& a) {
+template <class Arg> Arg key_of(const Arg& a) {
   NoTensors none;
   return PyTree<Arg>::rebuild(a, none);
 }
@@ -187,8 +185,7 @@ bool same_key(const std::tuple<Args...>& key, std::index_sequence<I...>, const A
   return (PyTree<Args>::same_structure(std::get<I>(key), args) && ...);
 }
 
-template <class Arg>
-Arg traced_argument(StageInterpreter& st, const Arg& a) {
+template <class Arg> Arg traced_argument(StageInterpreter& st, const Arg& a) {
   if constexpr (is_pytree_v<Arg>) {
     std::vector<Tensor> leaves;
     PyTree<Arg>::flatten(a, leaves);
@@ -207,16 +204,14 @@ Arg traced_argument(StageInterpreter& st, const Arg& a) {
 /// call is the argument types, the pytree structure (container sizes, map keys), the static
 /// values (compared with ==, floating-point ones by their bits) and the tensors' shapes, dtypes
 /// and devices. At most cache_capacity() signatures are kept, the least recently used evicted.
-template <class F>
-class Jitted {
+template <class F> class Jitted {
  public:
   explicit Jitted(F f, CacheSize size = {}) : f_(std::move(f)) {
     jit_detail::check_capacity(size.n);
     cache_ = std::make_shared<jit_detail::Cache>(size.n);
   }
 
-  template <class... Args>
-  auto operator()(const Args&... args) const {
+  template <class... Args> auto operator()(const Args&... args) const {
     using Out = std::decay_t<decltype(f_(args...))>;
     static_assert(is_pytree_v<Out>, "fx::jit: the function must return a Tensor or a pytree of Tensors");
     jit_detail::Scratch scratch;
@@ -261,7 +256,8 @@ class Jitted {
   static bool matches(const jit_detail::Entry& e, const std::vector<Tensor>& leaves, const Args&... args) {
     if (e.type != typeid(std::tuple<Args...>)) return false;
     const auto& key = *static_cast<const std::tuple<Args...>*>(e.key_tree.get());
-    return jit_detail::same_key(key, std::index_sequence_for<Args...>{}, args...) && jit_detail::leaves_match(e, leaves);
+    return jit_detail::same_key(key, std::index_sequence_for<Args...>{}, args...) &&
+           jit_detail::leaves_match(e, leaves);
   }
 
   // The slow path (kept out of the call's code): the entry found under the mutex, or a fresh trace
@@ -279,9 +275,9 @@ class Jitted {
   }
 
   // Traces f on abstract versions of the arguments; a throw leaves the cache untouched.
-  template <class Out, class... Args>
-  std::shared_ptr<const jit_detail::Entry> trace(std::type_index type, const std::vector<Tensor>& leaves,
-                                                 const Args&... args) const {
+  template <class Out, class... Args> std::shared_ptr<const jit_detail::Entry> trace(std::type_index type,
+                                                                                     const std::vector<Tensor>& leaves,
+                                                                                     const Args&... args) const {
     auto e = std::make_shared<jit_detail::Entry>(type);
     StageInterpreter stage("jit");
     std::vector<Tensor> out_leaves;
@@ -306,9 +302,6 @@ class Jitted {
 /// devices, static values), optimized (inlining, simplification, CSE, DCE, fusion) and run as a
 /// cached plan. Composes with every transform: grad(jit(f)), jit(grad(f)), vmap(jit(f)),
 /// jit(vmap(f)). `fx::jit(f, fx::cache_size(n))` keeps at most n signatures (default 128).
-template <class F>
-Jitted<F> jit(F f, CacheSize size = {}) {
-  return Jitted<F>(std::move(f), size);
-}
+template <class F> Jitted<F> jit(F f, CacheSize size = {}) { return Jitted<F>(std::move(f), size); }
 
 }  // namespace fluxion

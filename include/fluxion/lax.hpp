@@ -74,12 +74,11 @@ Tensor argmin(const Tensor& x, int64_t axis, DType index_dtype = i32);
 Tensor cumsum(const Tensor& x, int64_t axis, bool reverse = false);
 
 /// Contracts lhs/rhs dims `contracting` and pairs `batch` dims. Output: batch, lhs free, rhs free.
-Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const AxisPair& contracting,
-                   const AxisPair& batch = {});
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const AxisPair& contracting, const AxisPair& batch = {});
 
 // Indexing.
-Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices,
-             const std::vector<int64_t>& limit_indices, const std::vector<int64_t>& strides = {});
+Tensor slice(const Tensor& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& limit_indices,
+             const std::vector<int64_t>& strides = {});
 /// Slice of `slice_sizes` at run-time starts (one integer scalar per dim), clamped to fit.
 Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& start_indices,
                      const std::vector<int64_t>& slice_sizes);

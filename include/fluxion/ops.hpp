@@ -19,7 +19,8 @@ struct WeakScalar {
   uint64_t above_i64 = 0;  // an unsigned integer too large for int64 (i is then meaningless)
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   WeakScalar(T v)  // NOLINT: implicit so that x + 2 and x * 0.5 read naturally
-      : f(static_cast<double>(v)), i(std::is_integral_v<T> ? static_cast<int64_t>(v) : 0),
+      : f(static_cast<double>(v)),
+        i(std::is_integral_v<T> ? static_cast<int64_t>(v) : 0),
         integral(std::is_integral_v<T>) {
     if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t))
       if (v > static_cast<T>(std::numeric_limits<int64_t>::max())) above_i64 = static_cast<uint64_t>(v);

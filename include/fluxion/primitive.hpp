@@ -64,14 +64,15 @@ size_t hash_param(DType v);
 size_t hash_param(const Shape& v);
 size_t hash_param(const std::vector<int64_t>& v);
 size_t hash_param(const AxisPair& v);
-inline size_t hash_combine(size_t seed, size_t h) { return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
+inline size_t hash_combine(size_t seed, size_t h) {
+  return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
 }  // namespace detail
 
 /// CRTP base giving print/equals/hash/clone from two members of Derived:
 ///   auto fields() const { return std::tie(a, b); }
 ///   static constexpr const char* names[] = {"a", "b"};
-template <class Derived>
-struct ParamsOf : Params {
+template <class Derived> struct ParamsOf : Params {
   void print(std::ostream& os) const override {
     const auto& self = static_cast<const Derived&>(*this);
     print_fields(os, self.fields(), std::make_index_sequence<std::tuple_size_v<decltype(self.fields())>>{});
@@ -107,37 +108,32 @@ struct Traits {
 
 /// Computes output avals from input avals and params; the only place output avals are computed.
 /// Validates everything and throws ShapeError / DTypeError / AxisError naming the primitive.
-using ShapeRule = std::vector<AbstractValue> (*)(const Primitive& self,
-                                                 const std::vector<AbstractValue>& inputs,
+using ShapeRule = std::vector<AbstractValue> (*)(const Primitive& self, const std::vector<AbstractValue>& inputs,
                                                  const Params& params);
 /// Runs the primitive on concrete inputs; outputs are allocated by the caller with the avals the
 /// shape rule computed.
-using Kernel = void (*)(const std::vector<Tensor>& inputs, const Params& params,
-                        std::vector<Tensor>& outputs);
+using Kernel = void (*)(const std::vector<Tensor>& inputs, const Params& params, std::vector<Tensor>& outputs);
 
 /// Forward-mode rule. Runs under the parent of the jvp interpreter, so it is written with lax ops
 /// and can itself be differentiated. An undefined Tensor in `tangents` is a symbolic zero; the
 /// rule may leave an output tangent undefined to say "zero".
-using JvpRule = void (*)(const Primitive& self, const std::vector<Tensor>& primals,
-                         const std::vector<Tensor>& tangents, const Params& params,
-                         std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
+using JvpRule = void (*)(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                         const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out);
 
 /// Transpose rule of a primitive linear in some inputs. `inputs[i]` is undefined for the linear
 /// inputs (their avals are `in_avals[i]`) and holds the value of the others. `cts_out` are the
 /// output cotangents (undefined = zero). Fills `cts_in` (sized like inputs; undefined = zero).
 using TransposeRule = void (*)(const Primitive& self, const std::vector<Tensor>& cts_out,
-                               const std::vector<Tensor>& inputs,
-                               const std::vector<AbstractValue>& in_avals, const Params& params,
-                               std::vector<Tensor>& cts_in);
+                               const std::vector<Tensor>& inputs, const std::vector<AbstractValue>& in_avals,
+                               const Params& params, std::vector<Tensor>& cts_in);
 
 /// Batch dimension marker for values that are the same for every batch element.
 inline constexpr int64_t kNotMapped = -1;
 
 /// Batching rule: `dims[i]` is the batch axis of values[i] or kNotMapped (at least one is
 /// mapped). Moves axes instead of looping over examples; fills outputs and their batch axes.
-using BatchRule = void (*)(const Primitive& self, const std::vector<Tensor>& values,
-                           const std::vector<int64_t>& dims, const Params& params,
-                           std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
+using BatchRule = void (*)(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
+                           const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
 
 class StageInterpreter;
 
@@ -145,8 +141,8 @@ class StageInterpreter;
 /// known to the parent interpreter. Runs what depends only on known inputs under the parent and
 /// stages the rest into `stage`. Primitives without one are staged whole when any input is unknown.
 using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInterpreter& stage,
-                                                const std::vector<Tensor>& inputs,
-                                                const std::vector<bool>& known, const Params& params);
+                                                const std::vector<Tensor>& inputs, const std::vector<bool>& known,
+                                                const Params& params);
 
 /// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
 /// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
@@ -190,13 +186,12 @@ const std::vector<const Primitive*>& all_primitives();
 const Primitive* find_primitive(const std::string& name);
 
 /// Applies `p` under the current interpreter (eager evaluation unless a transform is active).
-std::vector<Tensor> bind(const Primitive& p, const std::vector<Tensor>& inputs,
-                         const Params& params = no_params());
+std::vector<Tensor> bind(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params = no_params());
 /// bind() for single-output primitives.
 Tensor bind1(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params = no_params());
 
 /// Runs `p` eagerly on concrete inputs with the kernels of `backend` (tests use Backend::reference).
-std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs,
-                                   const Params& params, Backend backend);
+std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params,
+                                   Backend backend);
 
 }  // namespace fluxion

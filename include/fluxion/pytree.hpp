@@ -26,16 +26,15 @@ namespace fluxion {
 namespace tree_detail {
 
 template <class T, class = void> struct has_equal : std::false_type {};
-template <class T>
-struct has_equal<T, std::void_t<decltype(std::declval<const T&>() == std::declval<const T&>())>> : std::true_type {};
+template <class T> struct has_equal<T, std::void_t<decltype(std::declval<const T&>() == std::declval<const T&>())>>
+    : std::true_type {};
 
 template <class T> struct is_complex : std::false_type {};
 template <class T> struct is_complex<std::complex<T>> : std::true_type {};
 
 /// Static leaves compare by value, floating-point ones by their bits: a NaN equals itself (one
 /// jit signature, not one per call) and -0.0 differs from 0.0 (1/x differs).
-template <class T>
-bool same_static(const T& a, const T& b) {
+template <class T> bool same_static(const T& a, const T& b) {
   if constexpr (std::is_floating_point_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)) {
     return std::memcmp(&a, &b, sizeof(T)) == 0;
   } else if constexpr (std::is_floating_point_v<T>) {  // long double: padding bytes, compare the value
@@ -57,8 +56,7 @@ bool same_static(const T& a, const T& b) {
 /// Members that are not pytrees (ints, strings...) are static: copied from the structure, never
 /// differentiated or batched. `same_structure(a, b)` compares everything but the tensors: container
 /// sizes, map keys and static leaves (the type fixes the rest), like JAX's treedef equality.
-template <class T, class = void>
-struct PyTree {
+template <class T, class = void> struct PyTree {
   static constexpr bool is_tree = false;
   static void flatten(const T&, std::vector<Tensor>&) {}
   template <class It> static T rebuild(const T& structure, It&) { return structure; }
@@ -68,23 +66,22 @@ struct PyTree {
 /// True when T holds Tensors (a leaf or a container of pytrees).
 template <class T> inline constexpr bool is_pytree_v = PyTree<std::decay_t<T>>::is_tree;
 
-template <>
-struct PyTree<Tensor> {
+template <> struct PyTree<Tensor> {
   static constexpr bool is_tree = true;
   static void flatten(const Tensor& t, std::vector<Tensor>& out) { out.push_back(t); }
   template <class It> static Tensor rebuild(const Tensor&, It& it) { return *it++; }
   static bool same_structure(const Tensor&, const Tensor&) { return true; }
 };
 
-template <class... Ts>
-struct PyTree<std::tuple<Ts...>> {
+template <class... Ts> struct PyTree<std::tuple<Ts...>> {
   static constexpr bool is_tree = (is_pytree_v<Ts> || ...);
   static void flatten(const std::tuple<Ts...>& t, std::vector<Tensor>& out) {
     std::apply([&](const auto&... e) { (PyTree<std::decay_t<decltype(e)>>::flatten(e, out), ...); }, t);
   }
   template <class It> static std::tuple<Ts...> rebuild(const std::tuple<Ts...>& s, It& it) {
     // Braced initialisation runs left to right, matching flatten's order.
-    return std::apply([&](const auto&... e) { return std::tuple<Ts...>{PyTree<std::decay_t<decltype(e)>>::rebuild(e, it)...}; }, s);
+    return std::apply(
+        [&](const auto&... e) { return std::tuple<Ts...>{PyTree<std::decay_t<decltype(e)>>::rebuild(e, it)...}; }, s);
   }
   static bool same_structure(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b) {
     return same_elements(a, b, std::index_sequence_for<Ts...>{});
@@ -97,8 +94,7 @@ struct PyTree<std::tuple<Ts...>> {
   }
 };
 
-template <class A, class B>
-struct PyTree<std::pair<A, B>> {
+template <class A, class B> struct PyTree<std::pair<A, B>> {
   static constexpr bool is_tree = is_pytree_v<A> || is_pytree_v<B>;
   static void flatten(const std::pair<A, B>& p, std::vector<Tensor>& out) {
     PyTree<A>::flatten(p.first, out);
@@ -114,8 +110,7 @@ struct PyTree<std::pair<A, B>> {
   }
 };
 
-template <class T, size_t N>
-struct PyTree<std::array<T, N>> {
+template <class T, size_t N> struct PyTree<std::array<T, N>> {
   static constexpr bool is_tree = is_pytree_v<T>;
   static void flatten(const std::array<T, N>& a, std::vector<Tensor>& out) {
     for (const T& e : a) PyTree<T>::flatten(e, out);
@@ -132,8 +127,7 @@ struct PyTree<std::array<T, N>> {
   }
 };
 
-template <class T>
-struct PyTree<std::vector<T>> {
+template <class T> struct PyTree<std::vector<T>> {
   static constexpr bool is_tree = is_pytree_v<T>;
   static void flatten(const std::vector<T>& v, std::vector<Tensor>& out) {
     for (const T& e : v) PyTree<T>::flatten(e, out);
@@ -152,8 +146,7 @@ struct PyTree<std::vector<T>> {
   }
 };
 
-template <class T>
-struct PyTree<std::map<std::string, T>> {  // leaves in key order
+template <class T> struct PyTree<std::map<std::string, T>> {  // leaves in key order
   static constexpr bool is_tree = is_pytree_v<T>;
   static void flatten(const std::map<std::string, T>& m, std::vector<Tensor>& out) {
     for (const auto& [k, v] : m) PyTree<T>::flatten(v, out);
@@ -172,8 +165,7 @@ struct PyTree<std::map<std::string, T>> {  // leaves in key order
 };
 
 /// Any Boost.Hana Struct (BOOST_HANA_ADAPT_STRUCT / BOOST_HANA_DEFINE_STRUCT), members in order.
-template <class S>
-struct PyTree<S, std::enable_if_t<boost::hana::Struct<S>::value>> {
+template <class S> struct PyTree<S, std::enable_if_t<boost::hana::Struct<S>::value>> {
   static constexpr bool is_tree = true;
   static void flatten(const S& s, std::vector<Tensor>& out) {
     boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
@@ -200,48 +192,43 @@ struct PyTree<S, std::enable_if_t<boost::hana::Struct<S>::value>> {
 };
 
 /// The structure of a pytree: rebuilds a T from a list of leaves.
-template <class T>
-struct TreeDef {
+template <class T> struct TreeDef {
   T structure;
   size_t num_leaves = 0;
 };
 
 /// The leaves of `tree` in flattening order (tuple/struct member order, map key order).
-template <class T>
-std::vector<Tensor> tree_leaves(const T& tree) {
+template <class T> std::vector<Tensor> tree_leaves(const T& tree) {
   std::vector<Tensor> out;
   PyTree<T>::flatten(tree, out);
   return out;
 }
 
 /// The leaves of `tree` and its structure.
-template <class T>
-std::pair<std::vector<Tensor>, TreeDef<T>> tree_flatten(const T& tree) {
+template <class T> std::pair<std::vector<Tensor>, TreeDef<T>> tree_flatten(const T& tree) {
   std::vector<Tensor> leaves = tree_leaves(tree);
   size_t n = leaves.size();
   return {std::move(leaves), TreeDef<T>{tree, n}};
 }
 
 /// Rebuilds a tree of `def`'s structure from `leaves` (Error when the count differs).
-template <class T>
-T tree_unflatten(const TreeDef<T>& def, const std::vector<Tensor>& leaves) {
+template <class T> T tree_unflatten(const TreeDef<T>& def, const std::vector<Tensor>& leaves) {
   if (leaves.size() != def.num_leaves)
-    detail::fail<Error>("tree_unflatten", "the structure has ", def.num_leaves, " leaves but ",
-                        leaves.size(), " tensors were given. Pass one tensor per leaf.");
+    detail::fail<Error>("tree_unflatten", "the structure has ", def.num_leaves, " leaves but ", leaves.size(),
+                        " tensors were given. Pass one tensor per leaf.");
   auto it = leaves.begin();
   return PyTree<T>::rebuild(def.structure, it);
 }
 
 /// Applies f leafwise: f(leaf, leaves of `rest` at the same position...) -> Tensor. Every tree in
 /// `rest` must have the same number of leaves as `tree` (Error otherwise); the result has tree's type.
-template <class F, class T, class... Rest>
-T tree_map(F&& f, const T& tree, const Rest&... rest) {
+template <class F, class T, class... Rest> T tree_map(F&& f, const T& tree, const Rest&... rest) {
   std::vector<Tensor> leaves = tree_leaves(tree);
   std::array<std::vector<Tensor>, sizeof...(Rest)> others{tree_leaves(rest)...};
   for (const auto& o : others)
     if (o.size() != leaves.size())
-      detail::fail<Error>("tree_map", "trees have different numbers of leaves (", leaves.size(), " and ",
-                          o.size(), "). Pass trees of the same structure.");
+      detail::fail<Error>("tree_map", "trees have different numbers of leaves (", leaves.size(), " and ", o.size(),
+                          "). Pass trees of the same structure.");
   std::vector<Tensor> mapped;
   mapped.reserve(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i)

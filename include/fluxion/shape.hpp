@@ -15,8 +15,7 @@ class Shape {
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
   Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}  // NOLINT: implicit on purpose
-  template <class It>
-  Shape(It first, It last) : dims_(first, last) {}
+  template <class It> Shape(It first, It last) : dims_(first, last) {}
 
   int64_t size() const { return static_cast<int64_t>(dims_.size()); }
   bool empty() const { return dims_.empty(); }

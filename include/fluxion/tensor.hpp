@@ -143,9 +143,7 @@ template <class T> Tensor from_vector(const std::vector<T>& values) {
   return from_vector(values, Shape{static_cast<int64_t>(values.size())});
 }
 /// 1-d tensor from a braced list: fx::tensor({1.0, 2.0}) is f64[2].
-template <class T> Tensor tensor(std::initializer_list<T> values) {
-  return from_vector(std::vector<T>(values));
-}
+template <class T> Tensor tensor(std::initializer_list<T> values) { return from_vector(std::vector<T>(values)); }
 /// 2-d tensor from nested braced lists; rows must have equal length (ShapeError otherwise).
 template <class T> Tensor tensor(std::initializer_list<std::initializer_list<T>> rows);
 /// Rank-0 tensor.
@@ -159,8 +157,7 @@ Tensor full_int(const char* op, const Shape& shape, int64_t value, DType dtype);
 Tensor full_uint(const char* op, const Shape& shape, uint64_t value, DType dtype);
 Tensor full_float(const char* op, const Shape& shape, double value, DType dtype);
 /// full's entry for any arithmetic value: integers keep their exact value (a double rounds above 2^53).
-template <class T>
-Tensor full_any(const char* op, const Shape& shape, T value, DType dtype) {
+template <class T> Tensor full_any(const char* op, const Shape& shape, T value, DType dtype) {
   static_assert(std::is_arithmetic_v<T>, "fx::full: the value must be a C++ number");
   if constexpr (std::is_floating_point_v<T>) return full_float(op, shape, static_cast<double>(value), dtype);
   else if constexpr (std::is_unsigned_v<T>) return full_uint(op, shape, static_cast<uint64_t>(value), dtype);
@@ -171,8 +168,9 @@ Tensor full_any(const char* op, const Shape& shape, T value, DType dtype) {
 Tensor zeros(const Shape& shape, DType dtype = f64);
 Tensor ones(const Shape& shape, DType dtype = f64);
 /// `shape` filled with `value` converted to dtype (floats truncate towards zero for integer dtypes).
-template <class T>
-Tensor full(const Shape& shape, T value, DType dtype = f64) { return detail::full_any("full", shape, value, dtype); }
+template <class T> Tensor full(const Shape& shape, T value, DType dtype = f64) {
+  return detail::full_any("full", shape, value, dtype);
+}
 /// [0, n) as i32, like jnp.arange. Values that do not fit the dtype are an error: pass fx::i64.
 Tensor arange(int64_t n, DType dtype = i32);
 /// [start, stop) with `step`; dtype i32 by default.
@@ -182,8 +180,9 @@ Tensor linspace(double start, double stop, int64_t num, DType dtype = f64);
 Tensor eye(int64_t n, DType dtype = f64);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
-template <class T>
-Tensor full_like(const Tensor& t, T value) { return detail::full_any("full_like", t.shape(), value, t.dtype()); }
+template <class T> Tensor full_like(const Tensor& t, T value) {
+  return detail::full_any("full_like", t.shape(), value, t.dtype());
+}
 
 /// Numpy-like printing; tracers print as "Traced<f32[3]>with<jvp>".
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
@@ -191,8 +190,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // ---- template definitions ----
 namespace detail {
 /// Converts between element types with the conversion rules of convert_element_type.
-template <class To, class From>
-To convert_scalar(From v) {
+template <class To, class From> To convert_scalar(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
@@ -243,14 +241,13 @@ template <class T> std::vector<T> Tensor::to_vector() const {
 }
 
 template <class T> Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
-  static_assert(std::is_same_v<T, bool> || std::is_same_v<T, int32_t> ||
-                    std::is_same_v<T, int64_t> || std::is_same_v<T, float> ||
-                    std::is_same_v<T, double>,
+  static_assert(std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                    std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "fluxion tensors hold bool, int32_t, int64_t, float or double");
   int64_t n = checked_num_elements("from_vector", shape.dims());
   if (n != static_cast<int64_t>(values.size()))
-    detail::fail<ShapeError>("from_vector", "got ", values.size(), " values for shape ", shape,
-                             " which holds ", n, ". Pass exactly as many values as the shape holds.");
+    detail::fail<ShapeError>("from_vector", "got ", values.size(), " values for shape ", shape, " which holds ", n,
+                             ". Pass exactly as many values as the shape holds.");
   Tensor t = empty(AbstractValue{shape, dtype_of_v<T>});
   T* dst = t.mutable_data<T>();
   for (int64_t i = 0; i < n; ++i) dst[i] = values[static_cast<size_t>(i)];
@@ -262,8 +259,8 @@ template <class T> Tensor tensor(std::initializer_list<std::initializer_list<T>>
   int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
   for (const auto& r : rows) {
     if (static_cast<int64_t>(r.size()) != cols)
-      detail::fail<ShapeError>("tensor", "ragged rows: first row has ", cols, " values, another has ",
-                               r.size(), ". Give every row the same length.");
+      detail::fail<ShapeError>("tensor", "ragged rows: first row has ", cols, " values, another has ", r.size(),
+                               ". Give every row the same length.");
     flat.insert(flat.end(), r.begin(), r.end());
   }
   return from_vector(flat, Shape{static_cast<int64_t>(rows.size()), cols});

@@ -26,9 +26,7 @@
 namespace fluxion {
 
 /// grad's option selecting the differentiated arguments: fx::argnums<0, 2>.
-template <int... I> struct Argnums {
-  static constexpr std::array<int, sizeof...(I)> values{I...};
-};
+template <int... I> struct Argnums { static constexpr std::array<int, sizeof...(I)> values{I...}; };
 template <int... I> inline constexpr Argnums<I...> argnums{};
 /// grad's option: the function returns std::pair{scalar, aux}; aux is passed through.
 struct HasAux {};
@@ -87,8 +85,7 @@ void check_float_input(const char* transform, size_t argnum, const Tensor& leaf)
 Tensor ones_like_value(const Tensor& t);
 
 /// The position of the first occurrence of nums[k] in nums (k itself unless it repeats).
-template <size_t N>
-size_t first_occurrence(const std::array<int, N>& nums, size_t k) {
+template <size_t N> size_t first_occurrence(const std::array<int, N>& nums, size_t k) {
   size_t j = 0;
   while (nums[j] != nums[k]) ++j;
   return j;
@@ -97,14 +94,11 @@ size_t first_occurrence(const std::array<int, N>& nums, size_t k) {
 /// Where the selected arguments' leaves sit in the flat list of leaves: argument nums[k] has
 /// count[k] leaves from offset[k]. A repeated argnum shares its first occurrence's leaves (it is
 /// differentiated once, and its derivative is returned at every position, like JAX).
-template <size_t N> struct Selection {
-  std::array<size_t, N> offset{}, count{};
-};
+template <size_t N> struct Selection { std::array<size_t, N> offset{}, count{}; };
 
 /// Flattens the selected arguments' leaves, each argument once; fills `sel`.
-template <size_t N, class Tuple>
-std::vector<Tensor> selected_leaves(const std::array<int, N>& nums, const Tuple& args, Selection<N>& sel,
-                                    const char* transform) {
+template <size_t N, class Tuple> std::vector<Tensor> selected_leaves(const std::array<int, N>& nums, const Tuple& args,
+                                                                     Selection<N>& sel, const char* transform) {
   std::vector<Tensor> leaves;
   for (size_t k = 0; k < N; ++k) {
     size_t first = first_occurrence(nums, k);
@@ -114,26 +108,31 @@ std::vector<Tensor> selected_leaves(const std::array<int, N>& nums, const Tuple&
     }
     size_t before = leaves.size();
     bool found = false;
-    std::apply([&](const auto&... a) {
-      int i = 0;
-      auto visit = [&](const auto& arg) {
-        if (i++ != nums[k]) return;
-        found = true;
-        using A = std::decay_t<decltype(arg)>;
-        if constexpr (is_pytree_v<A>) {
-          PyTree<A>::flatten(arg, leaves);
-        } else {
-          detail::fail<Error>(transform, "argument ", nums[k], " is static (not a Tensor or pytree of ",
-                              "Tensors) and cannot be differentiated. Pass it as a Tensor or remove it from argnums.");
-        }
-      };
-      (visit(a), ...);
-    }, args);
+    std::apply(
+        [&](const auto&... a) {
+          int i = 0;
+          auto visit = [&](const auto& arg) {
+            if (i++ != nums[k]) return;
+            found = true;
+            using A = std::decay_t<decltype(arg)>;
+            if constexpr (is_pytree_v<A>) {
+              PyTree<A>::flatten(arg, leaves);
+            } else {
+              detail::fail<Error>(
+                  transform, "argument ", nums[k], " is static (not a Tensor or pytree of ",
+                  "Tensors) and cannot be differentiated. Pass it as a Tensor or remove it from argnums.");
+            }
+          };
+          (visit(a), ...);
+        },
+        args);
     if (!found)
       detail::fail<Error>(transform, "argnums ", nums[k], " is out of range for a function called with ",
-                          std::tuple_size_v<Tuple>, " argument(s). Use argnums in [0, ", std::tuple_size_v<Tuple>, ").");
+                          std::tuple_size_v<Tuple>, " argument(s). Use argnums in [0, ", std::tuple_size_v<Tuple>,
+                          ").");
     sel.offset[k] = before, sel.count[k] = leaves.size() - before;
-    for (size_t i = before; i < leaves.size(); ++i) check_float_input(transform, static_cast<size_t>(nums[k]), leaves[i]);
+    for (size_t i = before; i < leaves.size(); ++i)
+      check_float_input(transform, static_cast<size_t>(nums[k]), leaves[i]);
   }
   return leaves;
 }
@@ -147,14 +146,16 @@ Tuple replace_selected(const std::array<int, N>& nums, const Tuple& args, const 
   for (size_t k = 0; k < N; ++k) {
     if (first_occurrence(nums, k) < k) continue;
     int i = 0;
-    std::apply([&](auto&... a) {
-      auto visit = [&](auto& arg) {
-        if (i++ != nums[k]) return;
-        using A = std::decay_t<decltype(arg)>;
-        if constexpr (is_pytree_v<A>) arg = PyTree<A>::rebuild(arg, it);
-      };
-      (visit(a), ...);
-    }, out);
+    std::apply(
+        [&](auto&... a) {
+          auto visit = [&](auto& arg) {
+            if (i++ != nums[k]) return;
+            using A = std::decay_t<decltype(arg)>;
+            if constexpr (is_pytree_v<A>) arg = PyTree<A>::rebuild(arg, it);
+          };
+          (visit(a), ...);
+        },
+        out);
   }
   return out;
 }
@@ -176,15 +177,14 @@ auto rebuild_selected(Argnums<I...>, const Tuple& args, const std::vector<Tensor
   if constexpr (sizeof...(I) == 1) return rebuild_one<0, I...>(args, leaves, sel.offset[0]);
   else return std::make_tuple(rebuild_one<K, I...>(args, leaves, sel.offset[K])...);
 }
-template <int... I, class Tuple>
-auto rebuild_selected(Argnums<I...> nums, const Tuple& args, const std::vector<Tensor>& leaves,
-                      const Selection<sizeof...(I)>& sel) {
+template <int... I, class Tuple> auto rebuild_selected(Argnums<I...> nums, const Tuple& args,
+                                                       const std::vector<Tensor>& leaves,
+                                                       const Selection<sizeof...(I)>& sel) {
   return rebuild_selected(nums, args, leaves, sel, std::make_index_sequence<sizeof...(I)>{});
 }
 
 /// Out-of-range argnums are reported at run time (like JAX) rather than as a template error.
-template <int... I>
-constexpr bool argnums_in_range_of(Argnums<I...>, size_t num_args) {
+template <int... I> constexpr bool argnums_in_range_of(Argnums<I...>, size_t num_args) {
   return std::max({0, I...}) < static_cast<int>(num_args);
 }
 [[noreturn]] void fail_argnums_range(const char* transform, int argnum, size_t num_args);
@@ -200,42 +200,42 @@ auto value_and_grad_impl(const char* transform, const F& f, Argnums<I...> nums, 
   if constexpr (!argnums_in_range_of(Argnums<I...>{}, sizeof...(Args))) {
     fail_argnums_range(transform, std::max({0, I...}), sizeof...(Args));
   } else {
-  auto arg_tuple = std::make_tuple(args...);
-  using Ret = decltype(f(args...));
-  using Aux_t = typename AuxType<Aux, Ret>::type;
-  Selection<sizeof...(I)> sel;
-  std::vector<Tensor> leaves = selected_leaves(Argnums<I...>::values, arg_tuple, sel, transform);
-  std::optional<Aux_t> aux_structure;
-  size_t aux_leaves = 0;
-  Linearized lin = linearize_flat(transform, leaves, [&](const std::vector<Tensor>& traced) {
-    auto call_args = replace_selected(Argnums<I...>::values, arg_tuple, traced);
-    std::vector<Tensor> outs;
+    auto arg_tuple = std::make_tuple(args...);
+    using Ret = decltype(f(args...));
+    using Aux_t = typename AuxType<Aux, Ret>::type;
+    Selection<sizeof...(I)> sel;
+    std::vector<Tensor> leaves = selected_leaves(Argnums<I...>::values, arg_tuple, sel, transform);
+    std::optional<Aux_t> aux_structure;
+    size_t aux_leaves = 0;
+    Linearized lin = linearize_flat(transform, leaves, [&](const std::vector<Tensor>& traced) {
+      auto call_args = replace_selected(Argnums<I...>::values, arg_tuple, traced);
+      std::vector<Tensor> outs;
+      if constexpr (Aux) {
+        auto r = std::apply(f, call_args);
+        outs.push_back(Tensor(r.first));
+        aux_structure.emplace(r.second);
+        PyTree<Aux_t>::flatten(r.second, outs);
+        aux_leaves = outs.size() - 1;
+      } else {
+        outs.push_back(Tensor(std::apply(f, call_args)));
+      }
+      return outs;
+    });
+    check_scalar_output(transform, {lin.primals_out[0]});
+    std::vector<Tensor> cts(lin.linear->outputs.size());
+    cts[0] = ones_like_value(lin.primals_out[0]);
+    std::vector<Tensor> grads = transpose_jaxpr(*lin.linear, cts, transform);
+    auto g = rebuild_selected(nums, arg_tuple, grads, sel);
     if constexpr (Aux) {
-      auto r = std::apply(f, call_args);
-      outs.push_back(Tensor(r.first));
-      aux_structure.emplace(r.second);
-      PyTree<Aux_t>::flatten(r.second, outs);
-      aux_leaves = outs.size() - 1;
+      std::vector<Tensor> aux_values(lin.primals_out.begin() + 1, lin.primals_out.end());
+      auto it = aux_values.cbegin();
+      Aux_t aux = PyTree<Aux_t>::rebuild(*aux_structure, it);
+      if constexpr (WithValue) return std::make_pair(std::make_pair(lin.primals_out[0], aux), g);
+      else return std::make_pair(g, aux);
     } else {
-      outs.push_back(Tensor(std::apply(f, call_args)));
+      if constexpr (WithValue) return std::make_pair(lin.primals_out[0], g);
+      else return g;
     }
-    return outs;
-  });
-  check_scalar_output(transform, {lin.primals_out[0]});
-  std::vector<Tensor> cts(lin.linear->outputs.size());
-  cts[0] = ones_like_value(lin.primals_out[0]);
-  std::vector<Tensor> grads = transpose_jaxpr(*lin.linear, cts, transform);
-  auto g = rebuild_selected(nums, arg_tuple, grads, sel);
-  if constexpr (Aux) {
-    std::vector<Tensor> aux_values(lin.primals_out.begin() + 1, lin.primals_out.end());
-    auto it = aux_values.cbegin();
-    Aux_t aux = PyTree<Aux_t>::rebuild(*aux_structure, it);
-    if constexpr (WithValue) return std::make_pair(std::make_pair(lin.primals_out[0], aux), g);
-    else return std::make_pair(g, aux);
-  } else {
-    if constexpr (WithValue) return std::make_pair(lin.primals_out[0], g);
-    else return g;
-  }
   }
 }
 
@@ -260,18 +260,16 @@ template <int... I> struct GradOptions<HasAux, Argnums<I...>> : GradOptions<Argn
 
 /// d f / d (selected arguments); f returns a floating scalar. Options: fx::argnums<...>, fx::has_aux.
 /// One argnum gives a gradient of that argument's type; several give a std::tuple.
-template <class F, class... Opts>
-auto grad(F f, Opts...) {
+template <class F, class... Opts> auto grad(F f, Opts...) {
   using O = transform_detail::GradOptions<Opts...>;
   return [f](const auto&... args) {
-    return transform_detail::value_and_grad_impl<false>("grad", f, typename O::Nums{},
-                                                        std::bool_constant<O::aux>{}, args...);
+    return transform_detail::value_and_grad_impl<false>("grad", f, typename O::Nums{}, std::bool_constant<O::aux>{},
+                                                        args...);
   };
 }
 
 /// std::pair{value, grad} (with has_aux: std::pair{std::pair{value, aux}, grad}).
-template <class F, class... Opts>
-auto value_and_grad(F f, Opts...) {
+template <class F, class... Opts> auto value_and_grad(F f, Opts...) {
   using O = transform_detail::GradOptions<Opts...>;
   return [f](const auto&... args) {
     return transform_detail::value_and_grad_impl<true>("value_and_grad", f, typename O::Nums{},
@@ -294,7 +292,8 @@ auto jvp(F f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents)
                                ". Tangents must match the primals' shapes and dtypes.");
   JvpInterpreter interp("jvp");
   std::vector<Tensor> lifted;
-  for (size_t i = 0; i < pl.size(); ++i) lifted.push_back(interp.lift(pl[i], is_floating(pl[i].dtype()) ? tl[i] : Tensor()));
+  for (size_t i = 0; i < pl.size(); ++i)
+    lifted.push_back(interp.lift(pl[i], is_floating(pl[i].dtype()) ? tl[i] : Tensor()));
   auto it = lifted.cbegin();
   auto args = PyTree<std::tuple<P...>>::rebuild(primals, it);
   using Out = std::decay_t<decltype(std::apply(f, args))>;
@@ -316,8 +315,7 @@ auto jvp(F f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents)
 }
 
 /// jvp of a one-argument function: std::pair{f(x), J·t}.
-template <class F>
-auto jvp(F f, const Tensor& x, const Tensor& t) {
+template <class F> auto jvp(F f, const Tensor& x, const Tensor& t) {
   return jvp([&f](const Tensor& a) { return f(a); }, std::make_tuple(x), std::make_tuple(t));
 }
 
@@ -342,8 +340,7 @@ auto linearize_args(const char* transform, const F& f, const std::tuple<Args...>
 
 /// Reverse mode: std::pair{f(args...), pullback}; pullback(ct) returns a std::tuple with one
 /// cotangent per argument and can be called many times.
-template <class F, class... Args>
-auto vjp(F f, const Args&... args) {
+template <class F, class... Args> auto vjp(F f, const Args&... args) {
   static_assert((is_pytree_v<Args> && ...), "fx::vjp: every argument must be a Tensor or pytree of Tensors");
   auto arg_tuple = std::make_tuple(args...);
   std::vector<Tensor> leaves = tree_leaves(arg_tuple);
@@ -363,8 +360,7 @@ auto vjp(F f, const Args&... args) {
 }
 
 /// std::pair{f(args...), f_lin} with f_lin(tangents...) = J·t, reusable.
-template <class F, class... Args>
-auto linearize(F f, const Args&... args) {
+template <class F, class... Args> auto linearize(F f, const Args&... args) {
   static_assert((is_pytree_v<Args> && ...), "fx::linearize: every argument must be a Tensor or pytree of Tensors");
   auto arg_tuple = std::make_tuple(args...);
   auto [y, linear] = transform_detail::linearize_args("linearize", f, arg_tuple);
@@ -397,27 +393,32 @@ inline constexpr None none{};
 /// Built from such a container by in_axes / out_axes, like JAX's nested in_axes.
 struct AxisTree {
   bool leaf = true;
-  std::optional<int64_t> axis = 0;       // a leaf's axis; nullopt for fx::none
-  std::vector<AxisTree> children;        // a node's entries
-  std::vector<std::string> keys;         // a node made from a std::map: its keys
+  std::optional<int64_t> axis = 0;  // a leaf's axis; nullopt for fx::none
+  std::vector<AxisTree> children;   // a node's entries
+  std::vector<std::string> keys;    // a node made from a std::map: its keys
 };
 
 namespace transform_detail {
 inline AxisTree axis_tree(None) { return AxisTree{true, std::nullopt, {}, {}}; }
 inline AxisTree axis_tree(std::optional<int64_t> a) { return AxisTree{true, a, {}, {}}; }
 inline AxisTree axis_tree(const AxisTree& a) { return a; }
-template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
-AxisTree axis_tree(T a) { return AxisTree{true, static_cast<int64_t>(a), {}, {}}; }
+template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0> AxisTree axis_tree(T a) {
+  return AxisTree{true, static_cast<int64_t>(a), {}, {}};
+}
 template <class... T> AxisTree axis_tree(const std::tuple<T...>& t);
 template <class A, class B> AxisTree axis_tree(const std::pair<A, B>& p);
 template <class T> AxisTree axis_tree(const std::vector<T>& v);
 template <class T, size_t N> AxisTree axis_tree(const std::array<T, N>& v);
 template <class T> AxisTree axis_tree(const std::map<std::string, T>& m);
-inline AxisTree axis_node(std::vector<AxisTree> children) { return AxisTree{false, std::nullopt, std::move(children), {}}; }
+inline AxisTree axis_node(std::vector<AxisTree> children) {
+  return AxisTree{false, std::nullopt, std::move(children), {}};
+}
 template <class... T> AxisTree axis_tree(const std::tuple<T...>& t) {
   return std::apply([](const auto&... e) { return axis_node({axis_tree(e)...}); }, t);
 }
-template <class A, class B> AxisTree axis_tree(const std::pair<A, B>& p) { return axis_node({axis_tree(p.first), axis_tree(p.second)}); }
+template <class A, class B> AxisTree axis_tree(const std::pair<A, B>& p) {
+  return axis_node({axis_tree(p.first), axis_tree(p.second)});
+}
 template <class Seq> AxisTree axis_seq(const Seq& v) {
   std::vector<AxisTree> c;
   for (const auto& e : v) c.push_back(axis_tree(e));
@@ -437,20 +438,23 @@ template <class T> struct IsSequence : std::false_type {};
 template <class T> struct IsSequence<std::vector<T>> : std::true_type {};
 template <class T, size_t N> struct IsSequence<std::array<T, N>> : std::true_type {};
 
-[[noreturn]] void fail_axis_structure(const char* what, size_t index, const std::string& path, const std::string& problem);
+[[noreturn]] void fail_axis_structure(const char* what, size_t index, const std::string& path,
+                                      const std::string& problem);
 
 /// Appends the axis of every Tensor of `x` (in flattening order) that `spec` gives it. `what`,
 /// `index` and `path` name the place in errors ("in_axes", argument 1, ".second").
-template <class T>
-void leaf_axes(const T& x, const AxisTree& spec, std::vector<std::optional<int64_t>>& out, const char* what,
-               size_t index, const std::string& path) {
+template <class T> void leaf_axes(const T& x, const AxisTree& spec, std::vector<std::optional<int64_t>>& out,
+                                  const char* what, size_t index, const std::string& path) {
   if constexpr (is_pytree_v<T>) {
     auto check_count = [&](size_t n, const char* kind) {
       if (spec.children.size() != n)
-        fail_axis_structure(what, index, path, detail::cat("has ", spec.children.size(), " entries but the ", kind,
-                                                           " has ", n, " elements"));
+        fail_axis_structure(
+            what, index, path,
+            detail::cat("has ", spec.children.size(), " entries but the ", kind, " has ", n, " elements"));
     };
-    auto child = [&](const auto& c, size_t i, const std::string& sub) { leaf_axes(c, spec.children[i], out, what, index, path + sub); };
+    auto child = [&](const auto& c, size_t i, const std::string& sub) {
+      leaf_axes(c, spec.children[i], out, what, index, path + sub);
+    };
     if (spec.leaf) {
       out.insert(out.end(), tree_leaves(x).size(), spec.axis);
     } else if constexpr (std::is_same_v<T, Tensor>) {
@@ -467,14 +471,16 @@ void leaf_axes(const T& x, const AxisTree& spec, std::vector<std::optional<int64
       size_t i = 0;
       for (const auto& [k, v] : x) {
         if (!spec.keys.empty() && spec.keys[i] != k)
-          fail_axis_structure(what, index, path, detail::cat("has key '", spec.keys[i], "' where the map has '", k, "'"));
+          fail_axis_structure(what, index, path,
+                              detail::cat("has key '", spec.keys[i], "' where the map has '", k, "'"));
         child(v, i++, "[\"" + k + "\"]");
       }
     } else if constexpr (boost::hana::Struct<T>::value) {
       check_count(boost::hana::length(boost::hana::accessors<T>()), "struct");
       size_t i = 0;
       boost::hana::for_each(boost::hana::accessors<T>(), [&](auto pair) {
-        child(boost::hana::second(pair)(x), i, detail::cat(".", boost::hana::to<const char*>(boost::hana::first(pair))));
+        child(boost::hana::second(pair)(x), i,
+              detail::cat(".", boost::hana::to<const char*>(boost::hana::first(pair))));
         ++i;
       });
     } else {  // std::pair
@@ -498,8 +504,7 @@ struct InAxes {
     for (const auto& a : axes) entries.push_back(transform_detail::axis_tree(a));
   }
 };
-template <class... A>
-InAxes in_axes(const A&... a) {
+template <class... A> InAxes in_axes(const A&... a) {
   InAxes r;
   r.entries = {transform_detail::axis_tree(a)...};
   return r;
@@ -511,8 +516,7 @@ struct OutAxes {
   AxisTree spec;  // default: axis 0 everywhere
 };
 /// out_axes(1); out_axes(std::make_tuple(0, 1)); out_axes(0, 1) is out_axes(std::make_tuple(0, 1)).
-template <class... A>
-OutAxes out_axes(const A&... a) {
+template <class... A> OutAxes out_axes(const A&... a) {
   static_assert(sizeof...(A) > 0, "fx::out_axes: give at least one axis");
   if constexpr (sizeof...(A) == 1) return OutAxes{transform_detail::axis_tree(a...)};
   else return OutAxes{transform_detail::axis_tree(std::make_tuple(a...))};
@@ -530,8 +534,7 @@ Tensor vmap_output(const BatchInterpreter& interp, const Tensor& out, int64_t si
 }  // namespace transform_detail
 
 /// Vectorising map: f over the mapped axis of its arguments, as one batched computation.
-template <class F>
-auto vmap(F f, InAxes in = {}, OutAxes out = {}) {
+template <class F> auto vmap(F f, InAxes in = {}, OutAxes out = {}) {
   return [f, in, out](const auto&... args) {
     constexpr size_t n = sizeof...(args);
     std::vector<AxisTree> entries = in.entries;
@@ -612,7 +615,8 @@ auto assemble_jacobian(const X& x, const Y&, const std::vector<std::vector<Tenso
 }
 
 /// Blocks from forward mode: ys[j] = [n, *out_j], n running over the input elements.
-std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys, const std::vector<Tensor>& x_leaves);
+std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys,
+                                                     const std::vector<Tensor>& x_leaves);
 /// Blocks from reverse mode: xs[i] = [m, *x_i], m running over the output elements.
 std::vector<std::vector<Tensor>> blocks_from_rows(const std::vector<Tensor>& xs, const std::vector<Tensor>& y_leaves);
 }  // namespace transform_detail
@@ -620,8 +624,7 @@ std::vector<std::vector<Tensor>> blocks_from_rows(const std::vector<Tensor>& xs,
 namespace transform_detail {
 /// Each block row (one block per unique selected leaf) spread over the selected arguments in
 /// order: a repeated argnum gets its first occurrence's blocks again.
-template <size_t N>
-void spread_blocks(std::vector<std::vector<Tensor>>& blocks, const Selection<N>& sel) {
+template <size_t N> void spread_blocks(std::vector<std::vector<Tensor>>& blocks, const Selection<N>& sel) {
   for (std::vector<Tensor>& row : blocks) {
     std::vector<Tensor> spread;
     for (size_t k = 0; k < N; ++k)
@@ -653,8 +656,7 @@ auto jacobian_of(const char* transform, const F& f, const Core& core, const Args
 
 /// jacfwd's core: a batch of jvps over the standard basis of the inputs.
 struct ForwardCore {
-  template <class G>
-  auto operator()(const G& g, const std::vector<Tensor>& xl) const {
+  template <class G> auto operator()(const G& g, const std::vector<Tensor>& xl) const {
     using Y = std::decay_t<decltype(g(xl))>;
     std::optional<Y> y;
     std::vector<Tensor> ys = vmap([&](const std::vector<Tensor>& t) {
@@ -669,8 +671,7 @@ struct ForwardCore {
 
 /// jacrev's core: one linearization, a batch of vjps over the standard basis of the outputs.
 struct ReverseCore {
-  template <class G>
-  auto operator()(const G& g, const std::vector<Tensor>& xl) const {
+  template <class G> auto operator()(const G& g, const std::vector<Tensor>& xl) const {
     auto y_and_pullback = vjp(g, xl);  // not a structured binding: lambdas cannot capture those in C++17
     const auto& y = y_and_pullback.first;
     const auto& pullback = y_and_pullback.second;
@@ -687,8 +688,7 @@ struct ReverseCore {
 /// jacobian's core: one linearization, transposed (reverse mode) when the output has fewer
 /// elements than the input, applied (forward mode) otherwise.
 struct LinearCore {
-  template <class G>
-  auto operator()(const G& g, const std::vector<Tensor>& xl) const {
+  template <class G> auto operator()(const G& g, const std::vector<Tensor>& xl) const {
     auto [y, linear] = linearize_args("jacobian", g, std::make_tuple(xl));
     std::vector<Tensor> yl = tree_leaves(y);
     int64_t n = 0, m = 0;
@@ -697,11 +697,12 @@ struct LinearCore {
     std::vector<std::vector<Tensor>> blocks;
     const Jaxpr& lin = *linear;
     if (m < n) {
-      std::vector<Tensor> xs = vmap([&](const std::vector<Tensor>& ct) { return transpose_jaxpr(lin, ct, "jacobian"); })(
-          standard_basis(yl));
+      std::vector<Tensor> xs =
+          vmap([&](const std::vector<Tensor>& ct) { return transpose_jaxpr(lin, ct, "jacobian"); })(standard_basis(yl));
       blocks = blocks_from_rows(xs, yl);
     } else {
-      std::vector<Tensor> ys = vmap([&](const std::vector<Tensor>& t) { return eval_jaxpr(lin, t); })(standard_basis(xl));
+      std::vector<Tensor> ys =
+          vmap([&](const std::vector<Tensor>& t) { return eval_jaxpr(lin, t); })(standard_basis(xl));
       blocks = blocks_from_columns(ys, xl);
     }
     return std::make_pair(y, blocks);
@@ -709,8 +710,7 @@ struct LinearCore {
 };
 
 /// A Jacobian transform of f computed by Core, with the options fx::argnums<...> (default 0).
-template <class Core, class F, class... Opts>
-auto jacobian_transform(const char* name, F f) {
+template <class Core, class F, class... Opts> auto jacobian_transform(const char* name, F f) {
   using O = GradOptions<Opts...>;
   static_assert(!O::aux, "fx::jacfwd / jacrev / jacobian / hessian take fx::argnums<...> only (no has_aux)");
   return [f, name](const auto&... args) { return jacobian_of<typename O::Nums>(name, f, Core{}, args...); };
@@ -721,22 +721,19 @@ auto jacobian_transform(const char* name, F f) {
 /// the shape is out.shape ++ x.shape; pytree inputs/outputs nest as in assemble_jacobian. Option
 /// fx::argnums<...> selects the arguments (default 0); several give a std::tuple of blocks, one
 /// per argnum (a repeated argnum gives the same block again), like JAX's tuple argnums.
-template <class F, class... Opts>
-auto jacfwd(F f, Opts...) {
+template <class F, class... Opts> auto jacfwd(F f, Opts...) {
   return transform_detail::jacobian_transform<transform_detail::ForwardCore, F, Opts...>("jacfwd", f);
 }
 
 /// Reverse-mode Jacobian (a batch of vjps over the output's standard basis, one linearization).
 /// Options and result structure as jacfwd.
-template <class F, class... Opts>
-auto jacrev(F f, Opts...) {
+template <class F, class... Opts> auto jacrev(F f, Opts...) {
   return transform_detail::jacobian_transform<transform_detail::ReverseCore, F, Opts...>("jacrev", f);
 }
 
 /// The Jacobian from one linearization: reverse mode (transposition) when the output has fewer
 /// elements than the input, forward mode (the linear map itself) otherwise. Options as jacfwd.
-template <class F, class... Opts>
-auto jacobian(F f, Opts...) {
+template <class F, class... Opts> auto jacobian(F f, Opts...) {
   return transform_detail::jacobian_transform<transform_detail::LinearCore, F, Opts...>("jacobian", f);
 }
 
@@ -744,15 +741,11 @@ auto jacobian(F f, Opts...) {
 /// for a pytree with leaves θ1..θk, a std::vector of k values shaped like x whose member j in row i
 /// holds d²f/dθi dθj with shape θi.shape ++ θj.shape. With several fx::argnums<...> the selected
 /// arguments act as one std::tuple pytree: a std::vector (one row per leaf of the tuple) of tuples.
-template <class F, class... Opts>
-auto hessian(F f, Opts... opts) {
-  return jacfwd(jacrev(f, opts...), opts...);
-}
+template <class F, class... Opts> auto hessian(F f, Opts... opts) { return jacfwd(jacrev(f, opts...), opts...); }
 
 /// Hessian-vector product H(x)·v of a scalar function, forward over reverse; never forms H.
 /// x and v are the same pytree type (a Tensor, a struct of parameters...).
-template <class F, class X>
-X hvp(F f, const X& x, const X& v) {
+template <class F, class X> X hvp(F f, const X& x, const X& v) {
   return jvp(grad(f), std::make_tuple(x), std::make_tuple(v)).second;
 }
 

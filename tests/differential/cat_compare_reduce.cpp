@@ -17,9 +17,8 @@ void add_compare_reduce(Catalogue& c) {
   c.add("compare/scalar_right", [](const Args& a) { return (a[0] < 0.5) || (a[0] >= 1.0); });
   c.add("compare/scalar_left", [](const Args& a) { return (0.5 <= a[0]) || (-1.0 > a[0]); });
   c.add("compare/int_tensors", [](const Args& a) { return (a[0] == a[1]) || (a[0] > 1); });
-  c.add("logic/and_or_not", [](const Args& a) {
-    return fx::logical_or(fx::logical_and(a[0], a[1]), fx::logical_not(a[0]));
-  });
+  c.add("logic/and_or_not",
+        [](const Args& a) { return fx::logical_or(fx::logical_and(a[0], a[1]), fx::logical_not(a[0])); });
   c.add("logic/operators", [](const Args& a) { return (a[0] && !a[1]) || (a[1] && !a[0]); });
   c.add("where/tensors", [](const Args& a) { return fx::where(a[0] > 0, fx::sin(a[1]), fx::cos(a[1]) * a[0]); });
   c.add("where/scalar_true", [](const Args& a) { return fx::where(a[0] > 0, 2.0, a[0] * a[0]); });

@@ -31,7 +31,9 @@ void add_nested(Catalogue& c) {
   c.add("deep/custom_vjp_in_jit_in_while", [](const Args& a) { return out_while(jit_of_custom_vjp, a); });
   c.add("deep/while_forward_only_holding_scan", [](const Args& a) {
     return fx::while_loop([](const Pair& s) { return s.first < 3; },
-                          [](const Pair& s) { return Pair{s.first + 1, in_scan(s.second)}; },
+                          [](const Pair& s) {
+                            return Pair{s.first + 1, in_scan(s.second)};
+                          },
                           Pair{fx::scalar<int32_t>(0), a[0]})
         .second;
   });
@@ -55,10 +57,13 @@ void add_nested(Catalogue& c) {
   });
   c.add("deep/jvp_in_fori_body", [](const Args& a) {
     Tensor t = a[1];
-    return fx::fori_loop(0, 3, [t](const Tensor&, const Tensor& h) {
-      auto tanh = [](const Tensor& v) { return fx::tanh(v); };
-      return h + 0.2 * fx::jvp(tanh, std::make_tuple(h), std::make_tuple(t)).second;
-    }, a[0]);
+    return fx::fori_loop(
+        0, 3,
+        [t](const Tensor&, const Tensor& h) {
+          auto tanh = [](const Tensor& v) { return fx::tanh(v); };
+          return h + 0.2 * fx::jvp(tanh, std::make_tuple(h), std::make_tuple(t)).second;
+        },
+        a[0]);
   });
 }
 

@@ -19,8 +19,9 @@ Tensor spd(const Tensor& a) {
 void add_shape_index_linalg(Catalogue& c) {
   c.add("shape/reshape", [](const Args& a) { return fx::reshape(a[0], {3, 4}) * 2.0; });
   c.add("shape/reshape_inferred", [](const Args& a) { return fx::sin(fx::reshape(a[0], {-1, 2})); });
-  c.add("shape/transpose_reverse",
-        [](const Args& a) { return fx::transpose(a[0]) * fx::reshape(fx::tensor({1.0, 2.0}), {2, 1, 1}); });
+  c.add("shape/transpose_reverse", [](const Args& a) {
+    return fx::transpose(a[0]) * fx::reshape(fx::tensor({1.0, 2.0}), {2, 1, 1});
+  });
   c.add("shape/transpose_permutation", [](const Args& a) { return fx::cos(fx::transpose(a[0], {1, 0, 2})); });
   c.add("shape/expand_dims_int", [](const Args& a) { return fx::expand_dims(a[0], 1) * fx::expand_dims(a[0], 1); });
   c.add("shape/expand_dims_axes", [](const Args& a) {
@@ -28,8 +29,9 @@ void add_shape_index_linalg(Catalogue& c) {
   });
   c.add("shape/squeeze_all", [](const Args& a) { return fx::square(fx::squeeze(a[0])); });
   c.add("shape/squeeze_axes", [](const Args& a) { return fx::squeeze(a[0], {0}) * 3.0; });
-  c.add("shape/concatenate_axis0",
-        [](const Args& a) { return fx::concatenate({a[0], fx::sin(a[1]), a[0] * a[0]}, 0); });
+  c.add("shape/concatenate_axis0", [](const Args& a) {
+    return fx::concatenate({a[0], fx::sin(a[1]), a[0] * a[0]}, 0);
+  });
   c.add("shape/concatenate_axis1", [](const Args& a) { return fx::concatenate({a[0], a[1] * 2.0}, 1); });
   c.add("shape/stack_axis0", [](const Args& a) { return fx::stack({a[0], a[1], a[0] * a[1]}); });
   c.add("shape/stack_axis1", [](const Args& a) { return fx::stack({a[0], fx::tanh(a[1])}, 1); });
@@ -45,10 +47,15 @@ void add_shape_index_linalg(Catalogue& c) {
   c.add("index/take_flat", [](const Args& a) { return fx::take(a[0], i32s({19, 0, 7, 7}, {4})); });
   c.add("index/take_negative", [](const Args& a) { return fx::take(a[0], i32s({-1, -4, 0}, {3}), 0) * 3.0; });
   c.add("index/take_2d_indices", [](const Args& a) { return fx::take(a[0], i32s({0, 1, 3, 3}, {2, 2}), 1); });
-  c.add("lax/dynamic_slice", [](const Args& a) { return fx::lax::dynamic_slice(a[0], {i32(1), i32(2)}, {2, 3}) * 2.0; });
-  c.add("lax/dynamic_slice_clamped", [](const Args& a) { return fx::lax::dynamic_slice(a[0], {i32(3), i32(4)}, {2, 3}); });
-  c.add("lax/dynamic_update_slice",
-        [](const Args& a) { return fx::lax::dynamic_update_slice(a[0], fx::sin(a[1]), {i32(1), i32(2)}); });
+  c.add("lax/dynamic_slice", [](const Args& a) {
+    return fx::lax::dynamic_slice(a[0], {i32(1), i32(2)}, {2, 3}) * 2.0;
+  });
+  c.add("lax/dynamic_slice_clamped", [](const Args& a) {
+    return fx::lax::dynamic_slice(a[0], {i32(3), i32(4)}, {2, 3});
+  });
+  c.add("lax/dynamic_update_slice", [](const Args& a) {
+    return fx::lax::dynamic_update_slice(a[0], fx::sin(a[1]), {i32(1), i32(2)});
+  });
   c.add("lax/pad", [](const Args& a) {
     return fx::lax::pad(a[0], fx::astype(fx::scalar(0.5), a[0].dtype()), {1, 0}, {0, 2}, {1, 0}) * 2.0;
   });
@@ -56,8 +63,9 @@ void add_shape_index_linalg(Catalogue& c) {
     return fx::lax::pad(a[0], fx::astype(fx::scalar(0.0), a[0].dtype()), {-1, 1}, {1, -1}, {0, 1});
   });
   c.add("lax/gather_clamped", [](const Args& a) { return fx::lax::gather(a[0], i32s({0, 7, -3, 2}, {2, 2}), 1); });
-  c.add("lax/scatter_add",
-        [](const Args& a) { return fx::lax::scatter_add(a[0], i32s({2, 0, 2}, {3}), fx::square(a[1]), 0); });
+  c.add("lax/scatter_add", [](const Args& a) {
+    return fx::lax::scatter_add(a[0], i32s({2, 0, 2}, {3}), fx::square(a[1]), 0);
+  });
   c.add("lax/cumsum_reverse", [](const Args& a) { return fx::lax::cumsum(a[0], 1, true); });
   c.add("lax/select", [](const Args& a) { return fx::lax::select(a[0] > a[1], a[0] * a[1], a[1] - a[0]); });
 
@@ -74,7 +82,9 @@ void add_shape_index_linalg(Catalogue& c) {
   c.add("linalg/solve_matrix", [](const Args& a) { return fx::solve(spd(a[0]), a[1]); });
   c.add("linalg/solve_batched_vector", [](const Args& a) { return fx::solve(spd(a[0]), a[1]); });
   c.add("linalg/inv", [](const Args& a) { return fx::inv(spd(a[0])); });
-  c.add("lax/dot_general_batch", [](const Args& a) { return fx::lax::dot_general(a[0], a[1], {{2}, {1}}, {{0}, {0}}); });
+  c.add("lax/dot_general_batch", [](const Args& a) {
+    return fx::lax::dot_general(a[0], a[1], {{2}, {1}}, {{0}, {0}});
+  });
   c.add("lax/gram", [](const Args& a) { return fx::lax::gram(a[0], a[1]); });
 }
 

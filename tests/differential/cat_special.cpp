@@ -24,8 +24,9 @@ void add_special(Catalogue& c) {
   c.add("convention/maximum_grad_at_tie", [](const Args& a) { return fx::maximum(a[0], a[1]); });
   c.add("convention/divide_i32", [](const Args& a) { return a[0] / a[1]; });
   c.add("convention/sin_i32", [](const Args& a) { return fx::sin(a[0]); });
-  c.add("convention/take_out_of_range",
-        [](const Args& a) { return fx::take(a[0], fx::from_vector(std::vector<int32_t>{5, -7, 1}, {3})); });
+  c.add("convention/take_out_of_range", [](const Args& a) {
+    return fx::take(a[0], fx::from_vector(std::vector<int32_t>{5, -7, 1}, {3}));
+  });
 
   c.add("gaps/relu", [](const Args& a) { return fx::relu(a[0]); });
   c.add("gaps/var", [](const Args& a) { return fx::var(a[0], {1}); });

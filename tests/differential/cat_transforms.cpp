@@ -17,8 +17,7 @@ Tensor pendulum(const Tensor& s) {
 }
 
 Tensor rk4_step(const Tensor& s, double h) {
-  Tensor k1 = pendulum(s), k2 = pendulum(s + k1 * (h / 2)), k3 = pendulum(s + k2 * (h / 2)),
-         k4 = pendulum(s + k3 * h);
+  Tensor k1 = pendulum(s), k2 = pendulum(s + k1 * (h / 2)), k3 = pendulum(s + k2 * (h / 2)), k4 = pendulum(s + k3 * h);
   return s + (k1 + k2 * 2.0 + k3 * 2.0 + k4) * (h / 6);
 }
 
@@ -56,33 +55,30 @@ void add_transforms_inside(Catalogue& c) {
     return r.second(a[1]) + r.first;
   });
   c.add("tr/vmap_in_axes_none", [](const Args& a) {
-    return fx::vmap([](const Tensor& r, const Tensor& w) { return fx::sin(r * w); }, fx::in_axes(0, fx::none))(a[0], a[1]);
+    return fx::vmap([](const Tensor& r, const Tensor& w) { return fx::sin(r * w); }, fx::in_axes(0, fx::none))(a[0],
+                                                                                                               a[1]);
   });
   c.add("tr/vmap_out_axes_1", [](const Args& a) {
     return fx::vmap([](const Tensor& r) { return fx::cumsum(r) * r; }, {}, fx::out_axes(1))(a[0]);
   });
-  c.add("tr/vmap_in_axes_1", [](const Args& a) {
-    return fx::vmap([](const Tensor& r) { return fx::sum(r * r); }, fx::in_axes(1))(a[0]);
-  });
+  c.add("tr/vmap_in_axes_1",
+        [](const Args& a) { return fx::vmap([](const Tensor& r) { return fx::sum(r * r); }, fx::in_axes(1))(a[0]); });
   auto sin_times_sum = [](const Tensor& v) { return fx::sin(v) * fx::sum(v); };
   c.add("tr/jacfwd", [=](const Args& a) { return fx::jacfwd(sin_times_sum)(a[0]); });
   c.add("tr/jacrev", [=](const Args& a) { return fx::jacrev(sin_times_sum)(a[0]); });
-  c.add("tr/jacobian", [](const Args& a) {
-    return fx::jacobian([](const Tensor& v) { return fx::exp(v) * at(v, 0); })(a[0]);
-  });
+  c.add("tr/jacobian",
+        [](const Args& a) { return fx::jacobian([](const Tensor& v) { return fx::exp(v) * at(v, 0); })(a[0]); });
   c.add("tr/hessian", [](const Args& a) { return fx::hessian(g3)(a[0]); });
   c.add("tr/hvp", [](const Args& a) { return fx::hvp(g3, a[0], a[1]); });
-  c.add("tr/jit", [](const Args& a) {
-    return fx::jit([](const Tensor& v) { return fx::sin(v) * fx::cos(v); })(a[0]) * a[0];
-  });
+  c.add("tr/jit",
+        [](const Args& a) { return fx::jit([](const Tensor& v) { return fx::sin(v) * fx::cos(v); })(a[0]) * a[0]; });
   c.add("tr/jit_of_grad", [](const Args& a) { return fx::jit(fx::grad(g3))(a[0]); });
   c.add("tr/grad_of_grad_perturbation", [](const Args& a) {
     Tensor x = a[0];
     return x * fx::grad([x](const Tensor& y) { return fx::sum(x + y) * fx::sum(y); })(a[1]);
   });
-  c.add("tr/stop_gradient_in_loss", [](const Args& a) {
-    return fx::sum(fx::square(a[0] - fx::stop_gradient(fx::mean(a[0])))) * a[0];
-  });
+  c.add("tr/stop_gradient_in_loss",
+        [](const Args& a) { return fx::sum(fx::square(a[0] - fx::stop_gradient(fx::mean(a[0])))) * a[0]; });
 }
 
 void add_custom_rules(Catalogue& c) {
@@ -92,17 +88,18 @@ void add_custom_rules(Catalogue& c) {
                                             auto [du, dw] = t;
                                             return Pair{u * w, du * w * 2.0 + u * dw};
                                           });
-  static const auto scaled_exp = fx::custom_vjp(
-      [](const Tensor& v) { return fx::exp(v); },
-      [](const Tensor& v) { return std::pair<Tensor, Pair>{fx::exp(v), Pair{fx::exp(v), v}}; },
-      [](const Pair& r, const Tensor& ct) { return r.first * ct + r.second * ct * 0.5; });
-  static const auto safe_norm = fx::custom_jvp(
-      [](const Tensor& v) { return fx::sqrt(fx::sum(v * v)); },
-      [](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
-        const Tensor& v = std::get<0>(p);
-        Tensor n = fx::sqrt(fx::sum(v * v));
-        return Pair{n, fx::sum(v * std::get<0>(t)) / fx::maximum(n, 1e-12)};
-      });
+  static const auto scaled_exp =
+      fx::custom_vjp([](const Tensor& v) { return fx::exp(v); },
+                     [](const Tensor& v) {
+                       return std::pair<Tensor, Pair>{fx::exp(v), Pair{fx::exp(v), v}};
+                     },
+                     [](const Pair& r, const Tensor& ct) { return r.first * ct + r.second * ct * 0.5; });
+  static const auto safe_norm = fx::custom_jvp([](const Tensor& v) { return fx::sqrt(fx::sum(v * v)); },
+                                               [](const std::tuple<Tensor>& p, const std::tuple<Tensor>& t) {
+                                                 const Tensor& v = std::get<0>(p);
+                                                 Tensor n = fx::sqrt(fx::sum(v * v));
+                                                 return Pair{n, fx::sum(v * std::get<0>(t)) / fx::maximum(n, 1e-12)};
+                                               });
   c.add("custom/jvp_two_arguments", [](const Args& a) { return mul2(a[0], fx::sin(a[1])); });
   c.add("custom/vjp_pytree_residuals", [](const Args& a) { return scaled_exp(a[0] * 0.5) * a[0]; });
   c.add("custom/jvp_safe_norm", [](const Args& a) { return safe_norm(a[0]) * a[0]; });
@@ -139,8 +136,8 @@ void add_models(Catalogue& c) {
   c.add("model/rk4_pendulum_step", [](const Args& a) { return rk4_step(a[0], 0.1); });
   c.add("model/polynomial_horner", [](const Args& a) {
     Tensor x = a[0], coef = a[1];
-    return fx::fori_loop(0, 4, [x, coef](const Tensor& i, const Tensor& acc) { return acc * x + fx::take(coef, i); },
-                         fx::zeros_like(x));
+    return fx::fori_loop(
+        0, 4, [x, coef](const Tensor& i, const Tensor& acc) { return acc * x + fx::take(coef, i); }, fx::zeros_like(x));
   });
   c.add("model/logsumexp_mixture", [](const Args& a) {
     Tensor d = fx::expand_dims(a[0], 1) - fx::expand_dims(a[1], 0);

@@ -27,18 +27,16 @@ void add_unary_binary(Catalogue& c) {
   c.add("unary/pow_int_exponent", [](const Args& a) { return fx::pow(a[0], 3); });
   c.add("unary/pow_half_exponent", [](const Args& a) { return fx::pow(a[0], 0.5); });
   c.add("unary/pow_scalar_base", [](const Args& a) { return fx::pow(2.0, a[0]); });
-  c.add("unary/stop_gradient", [](const Args& a) {
-    return fx::stop_gradient(a[0]) * a[0] + fx::sin(fx::stop_gradient(a[0] * 2.0));
-  });
+  c.add("unary/stop_gradient",
+        [](const Args& a) { return fx::stop_gradient(a[0]) * a[0] + fx::sin(fx::stop_gradient(a[0] * 2.0)); });
   c.add("unary/astype_round_trip", [](const Args& a) { return fx::astype(fx::astype(a[0], fx::f32), fx::f64) * a[0]; });
   c.add("unary/creation_ops", [](const Args& a) {
     return a[0] * fx::full_like(a[0], 2.0) + fx::reshape(fx::linspace(0.0, 1.0, 12), {3, 4}) + fx::ones_like(a[0]) -
-           fx::zeros({3, 4}) + fx::slice(fx::eye(4), {0, 0}, {3, 4}) + fx::full({3, 4}, 0.5) * fx::reshape(fx::arange(12), {3, 4}) +
-           fx::zeros_like(a[0]);
+           fx::zeros({3, 4}) + fx::slice(fx::eye(4), {0, 0}, {3, 4}) +
+           fx::full({3, 4}, 0.5) * fx::reshape(fx::arange(12), {3, 4}) + fx::zeros_like(a[0]);
   });
-  c.add("unary/chain", [](const Args& a) {
-    return fx::exp(fx::sin(a[0]) * fx::tanh(a[0])) / (1.0 + fx::square(a[0]));
-  });
+  c.add("unary/chain",
+        [](const Args& a) { return fx::exp(fx::sin(a[0]) * fx::tanh(a[0])) / (1.0 + fx::square(a[0])); });
 
   c.add("binary/add", [](const Args& a) { return a[0] + a[1]; });
   c.add("binary/subtract", [](const Args& a) { return fx::subtract(a[0], a[1]); });

@@ -174,7 +174,8 @@ RefTensor ref_tensor(const Json& j) {
   } else {
     for (const Json& v : j.at("data").items) r.values.push_back(number(v));
   }
-  if (static_cast<int64_t>(r.values.size()) != n) throw std::runtime_error("data: a tensor's size does not match its shape");
+  if (static_cast<int64_t>(r.values.size()) != n)
+    throw std::runtime_error("data: a tensor's size does not match its shape");
   return r;
 }
 

@@ -51,8 +51,7 @@ TEST_CASE("differential: the catalogue, the stored references and EXPECTED_DIFFE
   std::map<std::string, int> used;
   for (const Entry& e : entries) {
     INFO("entry " << e.name);
-    CHECK_MESSAGE(cat.find(e.cpp) != nullptr,
-                  "no C++ function '" << e.cpp << "' (add it to a cat_*.cpp file)");
+    CHECK_MESSAGE(cat.find(e.cpp) != nullptr, "no C++ function '" << e.cpp << "' (add it to a cat_*.cpp file)");
     used[e.cpp]++;
   }
   for (const auto& [name, fn] : cat.all())

@@ -14,8 +14,12 @@
 namespace fluxion::fuzz {
 
 const char* check_name(Check c) {
-  static const char* const names[] = {"eager = jit", "vmap = loop", "jvp = finite differences",
-                                      "<w, J v> = <J^T w, v> (vjp)", "jacfwd = jacrev", "grad(jit) = jit(grad) = grad"};
+  static const char* const names[] = {"eager = jit",
+                                      "vmap = loop",
+                                      "jvp = finite differences",
+                                      "<w, J v> = <J^T w, v> (vjp)",
+                                      "jacfwd = jacrev",
+                                      "grad(jit) = jit(grad) = grad"};
   return names[static_cast<size_t>(c)];
 }
 
@@ -47,8 +51,8 @@ double ulps(double a, double b, DType dt) {
     std::memcpy(&i, &x, sizeof i);
     return static_cast<int64_t>(i < 0 ? std::numeric_limits<int32_t>::min() - i : i);
   };
-  int64_t d = dt == f32 ? ordered32(static_cast<float>(a)) - ordered32(static_cast<float>(b))
-                        : ordered64(a) - ordered64(b);
+  int64_t d =
+      dt == f32 ? ordered32(static_cast<float>(a)) - ordered32(static_cast<float>(b)) : ordered64(a) - ordered64(b);
   return std::fabs(static_cast<double>(d));
 }
 
@@ -99,8 +103,8 @@ void compare(Outcome& o, const std::string& what, const char* got_name, const Te
   if (!(worst <= 1)) {
     o.kind = Outcome::Failed;
     os << what << ": element " << at << " differs: " << got_name << " " << g[at] << ", " << want_name << " " << w[at]
-       << " (" << ulps(g[at], w[at], unit) << " " << unit << " ulps; " << worst << " times the tolerance, rtol " << tol.rtol
-       << ", atol " << tol.atol << ")\n"
+       << " (" << ulps(g[at], w[at], unit) << " " << unit << " ulps; " << worst << " times the tolerance, rtol "
+       << tol.rtol << ", atol " << tol.atol << ")\n"
        << "  " << got_name << ": " << text(got) << "\n  " << want_name << ": " << text(want) << '\n';
     o.detail += os.str();
   }
@@ -138,8 +142,8 @@ Outcome eager_jit(const Program& p, const Values& xs) {
   if (y.aval() != p.aval_of(p.outputs[0])) {
     o.kind = Outcome::Failed;
     std::ostringstream os;
-    os << "eager result is " << y.aval() << " but the generator's abstract evaluation gave "
-       << p.aval_of(p.outputs[0]) << '\n';
+    os << "eager result is " << y.aval() << " but the generator's abstract evaluation gave " << p.aval_of(p.outputs[0])
+       << '\n';
     o.detail += os.str();
   }
   Outcome cached;
@@ -266,7 +270,8 @@ Outcome jvp_finite_differences(const Program& p, const Values& xs, uint64_t seed
     std::ostringstream os;
     os.precision(17);
     os << "jvp = finite differences: element " << worst_at << ": jvp " << tv[worst_at] << ", finite differences "
-       << cur[worst_at] << " (" << prev[worst_at] << " at the previous, larger step)\n  jvp: " << text(t) << "\n  tangents:";
+       << cur[worst_at] << " (" << prev[worst_at] << " at the previous, larger step)\n  jvp: " << text(t)
+       << "\n  tangents:";
     for (const Tensor& v : vs) os << ' ' << text(v);
     os << '\n';
     o.detail = os.str();

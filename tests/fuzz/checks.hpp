@@ -43,7 +43,7 @@ struct Stats {
   double worst_ulps = 0;
   std::vector<int64_t> op_counts;  // by Op
   int64_t forward_only = 0, with_f32 = 0;
-  int64_t generator_failures = 0;  // an op refused a node the generator built (see fuzz.cpp)
+  int64_t generator_failures = 0;     // an op refused a node the generator built (see fuzz.cpp)
   std::vector<std::string> failures;  // full reports
 };
 

@@ -57,9 +57,7 @@ std::string jaxpr_of(const Program& p, const std::vector<Tensor>& xs) {
     std::ostringstream os;
     os << make_jaxpr([&p](const std::vector<Tensor>& v) { return run1(p, v); })(xs);
     return os.str();
-  } catch (const std::exception& e) {
-    return std::string("(make_jaxpr threw: ") + e.what() + ")\n";
-  }
+  } catch (const std::exception& e) { return std::string("(make_jaxpr threw: ") + e.what() + ")\n"; }
 }
 
 }  // namespace
@@ -130,9 +128,8 @@ void fuzz(uint64_t seed_base, int64_t count, const GenOptions& options, Stats& s
       if (o.kind != Outcome::Failed) continue;
       ++stats.failed[k];
       if (stats.failures.size() >= max_reports) continue;
-      Program small = shrink(p, [&](const Program& q) {
-        return run_check(c, q, xs, check_seed).kind == Outcome::Failed;
-      });
+      Program small =
+          shrink(p, [&](const Program& q) { return run_check(c, q, xs, check_seed).kind == Outcome::Failed; });
       stats.failures.push_back(failure_report(seed, c, p, small, xs, run_check(c, small, xs, check_seed)));
     }
   }
@@ -145,8 +142,8 @@ std::string summary(const Stats& stats) {
   for (size_t k = 0; k < static_cast<size_t>(Check::kCount); ++k)
     os << "  " << std::left << std::setw(30) << check_name(static_cast<Check>(k)) << std::right << " passed "
        << std::setw(7) << stats.passed[k] << "  skipped " << std::setw(6) << stats.skipped[k] << "  failed "
-       << std::setw(4) << stats.failed[k] << "  worst error/tolerance " << std::setprecision(3)
-       << stats.worst_ratio[k] << " (seed " << stats.worst_seed[k] << ")\n";
+       << std::setw(4) << stats.failed[k] << "  worst error/tolerance " << std::setprecision(3) << stats.worst_ratio[k]
+       << " (seed " << stats.worst_seed[k] << ")\n";
   os << "  eager vs jit: largest distance " << stats.worst_ulps
      << " ulps (of the element, or of the result's largest element where it is smaller; f32 ulps"
      << " when the program computes in f32)\n  ops generated:";

@@ -176,7 +176,16 @@ int Generator::fill(Scope& s, int n) {
 int Generator::random_node(Scope& s) {
   bool nest = s.depth < opt_.max_depth;
   // Weights per family; nesting families are rarer inside sub-programs.
-  const int w[] = {22, 6, 20, 4, 12, 12, 9, 8, nest ? (s.depth ? 2 : 4) : 0, nest ? (s.depth ? 2 : 4) : 0,
+  const int w[] = {22,
+                   6,
+                   20,
+                   4,
+                   12,
+                   12,
+                   9,
+                   8,
+                   nest ? (s.depth ? 2 : 4) : 0,
+                   nest ? (s.depth ? 2 : 4) : 0,
                    nest ? (s.depth ? 2 : 5) : 0};
   int total = std::accumulate(std::begin(w), std::end(w), 0), r = uniform(0, total - 1), k = 0;
   while (r >= w[k]) r -= w[k++];
@@ -196,9 +205,22 @@ int Generator::random_node(Scope& s) {
 }
 
 int Generator::unary(Scope& s) {
-  static const Op ops[] = {Op::Neg, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid, Op::Softplus, Op::Exp, Op::Square,
-                           Op::LogOnePlusSquare, Op::SqrtOnePlusSquare, Op::RsqrtOnePlusSquare, Op::Expm1,
-                           Op::Log1pSquare, Op::PowOnePlusSquare, Op::ScaleShift, Op::ReciprocalOnePlusSquare,
+  static const Op ops[] = {Op::Neg,
+                           Op::Sin,
+                           Op::Cos,
+                           Op::Tanh,
+                           Op::Sigmoid,
+                           Op::Softplus,
+                           Op::Exp,
+                           Op::Square,
+                           Op::LogOnePlusSquare,
+                           Op::SqrtOnePlusSquare,
+                           Op::RsqrtOnePlusSquare,
+                           Op::Expm1,
+                           Op::Log1pSquare,
+                           Op::PowOnePlusSquare,
+                           Op::ScaleShift,
+                           Op::ReciprocalOnePlusSquare,
                            Op::Convert};
   int a = pick(s, [](int) { return true; });
   Info in = s.info[static_cast<size_t>(a)], out = in;
@@ -209,11 +231,17 @@ int Generator::unary(Scope& s) {
   if ((nd.op == Op::Exp || nd.op == Op::Expm1) && b > 3) nd.op = Op::Tanh;
   if (nd.op == Op::Convert && chance(0.5)) nd.op = Op::Sin;  // conversions are rarer than the rest
   switch (nd.op) {
-    case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid: case Op::RsqrtOnePlusSquare: out.bound = 1; break;
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::RsqrtOnePlusSquare: out.bound = 1; break;
     case Op::Softplus: out.bound = b + 1; break;
-    case Op::Exp: case Op::Expm1: out.bound = std::exp(b) + 1; break;
+    case Op::Exp:
+    case Op::Expm1: out.bound = std::exp(b) + 1; break;
     case Op::Square: out.bound = b * b; break;
-    case Op::LogOnePlusSquare: case Op::Log1pSquare: out.bound = std::log1p(b * b); break;
+    case Op::LogOnePlusSquare:
+    case Op::Log1pSquare: out.bound = std::log1p(b * b); break;
     case Op::SqrtOnePlusSquare: out.bound = std::sqrt(1 + b * b); break;
     case Op::PowOnePlusSquare: {
       static const double exps[] = {0.5, 1.5, -0.5, -1.0, 2.0, 3.0};
@@ -257,8 +285,8 @@ int Generator::along_axis(Scope& s) {
 }
 
 int Generator::binary(Scope& s) {
-  static const Op ops[] = {Op::Add, Op::Sub, Op::Mul, Op::DivOnePlusSquare, Op::Maximum, Op::Minimum, Op::Atan2,
-                           Op::PowBase};
+  static const Op ops[] = {Op::Add,     Op::Sub,     Op::Mul,   Op::DivOnePlusSquare,
+                           Op::Maximum, Op::Minimum, Op::Atan2, Op::PowBase};
   Node nd;
   nd.op = ops[uniform(0, 7)];
   int a = pick(s, [](int) { return true; });
@@ -284,7 +312,8 @@ int Generator::binary(Scope& s) {
   if (nd.op == Op::Maximum || nd.op == Op::Minimum) nd.x = real(0.1, 0.6) * (chance(0.5) ? 1 : -1);
   double bound = 0;
   switch (nd.op) {
-    case Op::Add: case Op::Sub: bound = ia.bound + ib.bound; break;
+    case Op::Add:
+    case Op::Sub: bound = ia.bound + ib.bound; break;
     case Op::Mul: bound = ia.bound * ib.bound; break;
     case Op::DivOnePlusSquare: bound = ia.bound; break;
     case Op::Atan2: bound = 2; break;
@@ -305,9 +334,9 @@ int Generator::where(Scope& s) {
     if (chance(0.25)) d = 1;
   nd.constant = constant(AbstractValue{Shape(mask_shape), boolean}, 0, 1);
   Shape out;
-  int b = chance(0.25) ? -1 : pick(s, [&](int j) {
-    return broadcast(av.shape, s.p->aval_of(j).shape, out) && out == av.shape;
-  });
+  int b = chance(0.25)
+              ? -1
+              : pick(s, [&](int j) { return broadcast(av.shape, s.p->aval_of(j).shape, out) && out == av.shape; });
   if (b < 0) {
     nd.args = {a};
     nd.x = real(-1, 1);
@@ -365,7 +394,8 @@ int Generator::shape_op(Scope& s) {
     case 0: {
       nd.op = Op::Reshape;
       nd.ints = factor_shape(*this, n, uniform(n == 1 ? 0 : 1, 3));
-      if (!nd.ints.empty() && chance(0.3)) nd.ints[static_cast<size_t>(uniform(0, static_cast<int>(nd.ints.size()) - 1))] = -1;
+      if (!nd.ints.empty() && chance(0.3))
+        nd.ints[static_cast<size_t>(uniform(0, static_cast<int>(nd.ints.size()) - 1))] = -1;
       return add(s, nd, in);
     }
     case 1: {

@@ -29,8 +29,7 @@ void analyze_into(Program& top, const Program& p, int depth) {
     top.has_f32 = top.has_f32 || nd.aval.dtype == f32;
     if (blocks_reverse(nd)) top.reverse_ok = false;
     if (is_branch(nd.op) && nd.flag && depth == 0) top.data_predicates = true;
-    for (const auto& sub : nd.subs)
-      analyze_into(top, *sub, depth + 1);
+    for (const auto& sub : nd.subs) analyze_into(top, *sub, depth + 1);
   }
 }
 
@@ -51,10 +50,11 @@ bool Generator::allowed(const Scope& s, Op op) const {
   return !blocks_reverse(nd);
 }
 
-std::shared_ptr<Program> Generator::sub_program(const Scope& parent, Op kind, const std::vector<AbstractValue>& in_avals,
+std::shared_ptr<Program> Generator::sub_program(const Scope& parent, Op kind,
+                                                const std::vector<AbstractValue>& in_avals,
                                                 const std::vector<Info>& in_infos, int counter,
-                                                const std::vector<const AbstractValue*>& targets,
-                                                double carry_limit, std::vector<Info>& out_infos) {
+                                                const std::vector<const AbstractValue*>& targets, double carry_limit,
+                                                std::vector<Info>& out_infos) {
   auto prog = std::make_shared<Program>();
   prog->inputs = in_avals;
   Scope s;
@@ -172,7 +172,8 @@ int Generator::loop(Scope& s) {
 
 int Generator::inner_transform(Scope& s) {
   Node nd;
-  static const Op ops[] = {Op::GradOf, Op::JvpOf, Op::VmapOf, Op::JitOf, Op::CheckpointOf, Op::CustomJvp, Op::CustomVjp};
+  static const Op ops[] = {Op::GradOf,       Op::JvpOf,     Op::VmapOf,   Op::JitOf,
+                           Op::CheckpointOf, Op::CustomJvp, Op::CustomVjp};
   nd.op = ops[uniform(0, 6)];
   if (nd.op == Op::CustomJvp || nd.op == Op::CustomVjp) return custom_rule(s, nd.op);
   if (!allowed(s, nd.op)) return -1;
@@ -233,8 +234,7 @@ Program Generator::top() {
     int r = uniform(0, 19);
     int rank = r < 2 ? 0 : r < 9 ? 1 : r < 17 ? 2 : 3;
     std::vector<int64_t> dims;
-    for (int i = 0; i < rank; ++i)
-      dims.push_back(uniform(1, rank == 3 ? 3 : 4));
+    for (int i = 0; i < rank; ++i) dims.push_back(uniform(1, rank == 3 ? 3 : 4));
     p.inputs.push_back(AbstractValue{Shape(dims), chance(0.08) ? f32 : f64});
   }
   Scope s;

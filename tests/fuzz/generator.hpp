@@ -11,7 +11,7 @@ namespace fluxion::fuzz {
 
 /// What the generator knows of a value beyond its aval.
 struct Info {
-  double bound = 2;    // |value| <= bound (conservative), so that exp and loops stay finite
+  double bound = 2;      // |value| <= bound (conservative), so that exp and loops stay finite
   bool repeats = false;  // may hold equal elements (broadcast, pad, take...): no max/min reductions
   uint64_t token = 0;    // equal tokens: the same value (a sub-program's input aliases its parent's)
 };
@@ -25,9 +25,9 @@ constexpr int64_t kMaxElements = 48;
 struct Scope {
   Program* p = nullptr;
   std::vector<Info> info;
-  int depth = 0;           // 0: the top-level program
+  int depth = 0;                // 0: the top-level program
   bool reverse_needed = false;  // inside a function differentiated by grad_of: reverse mode must work
-  int counter = -1;        // the loop counter's value id in a loop body (a float copy of i), or -1
+  int counter = -1;             // the loop counter's value id in a loop body (a float copy of i), or -1
 };
 
 class Generator {

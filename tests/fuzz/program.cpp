@@ -6,16 +6,73 @@
 namespace fluxion::fuzz {
 
 const char* op_name(Op op) {
-  static const char* const names[] = {
-      "neg", "sin", "cos", "tanh", "sigmoid", "softplus", "exp", "square", "log_one_plus_square",
-      "sqrt_one_plus_square", "rsqrt_one_plus_square", "expm1", "log1p_square", "pow_one_plus_square",
-      "scale_shift", "reciprocal_one_plus_square", "squash", "convert", "softmax", "log_softmax", "cumsum",
-      "add", "sub", "mul", "div_one_plus_square", "maximum", "minimum", "atan2", "pow_base", "where",
-      "sum", "mean", "prod", "max", "min", "logsumexp", "norm", "reshape", "transpose", "broadcast_to",
-      "expand_dims", "squeeze", "slice", "concatenate", "stack", "pad", "dynamic_slice",
-      "dynamic_update_slice", "take", "ravel", "matmul", "outer", "dot_general", "solve", "gram", "cond",
-      "switch_", "scan", "fori_loop", "while_loop", "grad_of", "jvp_of", "vmap_of", "jit_of", "checkpoint_of",
-      "custom_jvp", "custom_vjp"};
+  static const char* const names[] = {"neg",
+                                      "sin",
+                                      "cos",
+                                      "tanh",
+                                      "sigmoid",
+                                      "softplus",
+                                      "exp",
+                                      "square",
+                                      "log_one_plus_square",
+                                      "sqrt_one_plus_square",
+                                      "rsqrt_one_plus_square",
+                                      "expm1",
+                                      "log1p_square",
+                                      "pow_one_plus_square",
+                                      "scale_shift",
+                                      "reciprocal_one_plus_square",
+                                      "squash",
+                                      "convert",
+                                      "softmax",
+                                      "log_softmax",
+                                      "cumsum",
+                                      "add",
+                                      "sub",
+                                      "mul",
+                                      "div_one_plus_square",
+                                      "maximum",
+                                      "minimum",
+                                      "atan2",
+                                      "pow_base",
+                                      "where",
+                                      "sum",
+                                      "mean",
+                                      "prod",
+                                      "max",
+                                      "min",
+                                      "logsumexp",
+                                      "norm",
+                                      "reshape",
+                                      "transpose",
+                                      "broadcast_to",
+                                      "expand_dims",
+                                      "squeeze",
+                                      "slice",
+                                      "concatenate",
+                                      "stack",
+                                      "pad",
+                                      "dynamic_slice",
+                                      "dynamic_update_slice",
+                                      "take",
+                                      "ravel",
+                                      "matmul",
+                                      "outer",
+                                      "dot_general",
+                                      "solve",
+                                      "gram",
+                                      "cond",
+                                      "switch_",
+                                      "scan",
+                                      "fori_loop",
+                                      "while_loop",
+                                      "grad_of",
+                                      "jvp_of",
+                                      "vmap_of",
+                                      "jit_of",
+                                      "checkpoint_of",
+                                      "custom_jvp",
+                                      "custom_vjp"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<size_t>(Op::kCount), "one name per op");
   return names[static_cast<size_t>(op)];
 }
@@ -33,22 +90,38 @@ void print_ints(std::ostream& os, const char* label, const std::vector<int64_t>&
 // The params of a node that matter for its op, e.g. "axes=(0,1) keepdims=1".
 void print_params(std::ostream& os, const Node& nd) {
   switch (nd.op) {
-    case Op::PowOnePlusSquare: case Op::ReciprocalOnePlusSquare: case Op::Squash:
-    case Op::Maximum: case Op::Minimum: case Op::Add: case Op::Sub: case Op::Mul:
-      os << " c=" << nd.x;
-      break;
+    case Op::PowOnePlusSquare:
+    case Op::ReciprocalOnePlusSquare:
+    case Op::Squash:
+    case Op::Maximum:
+    case Op::Minimum:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul: os << " c=" << nd.x; break;
     case Op::ScaleShift: os << " scale=" << nd.x << " shift=" << nd.y; break;
-    case Op::Softmax: case Op::LogSoftmax: case Op::Concatenate: case Op::Stack:
+    case Op::Softmax:
+    case Op::LogSoftmax:
+    case Op::Concatenate:
+    case Op::Stack: print_ints(os, "axis", nd.ints); break;
+    case Op::Cumsum:
       print_ints(os, "axis", nd.ints);
+      os << " reverse=" << nd.flag;
       break;
-    case Op::Cumsum: print_ints(os, "axis", nd.ints); os << " reverse=" << nd.flag; break;
-    case Op::Sum: case Op::Mean: case Op::Prod: case Op::Max: case Op::Min: case Op::LogSumExp: case Op::Norm:
+    case Op::Sum:
+    case Op::Mean:
+    case Op::Prod:
+    case Op::Max:
+    case Op::Min:
+    case Op::LogSumExp:
+    case Op::Norm:
       print_ints(os, "axes", nd.ints);
       os << " keepdims=" << nd.flag;
       break;
-    case Op::Reshape: case Op::BroadcastTo: print_ints(os, "shape", nd.ints); break;
+    case Op::Reshape:
+    case Op::BroadcastTo: print_ints(os, "shape", nd.ints); break;
     case Op::Transpose: print_ints(os, "perm", nd.ints); break;
-    case Op::ExpandDims: case Op::Squeeze: print_ints(os, "axes", nd.ints); break;
+    case Op::ExpandDims:
+    case Op::Squeeze: print_ints(os, "axes", nd.ints); break;
     case Op::Slice:
       print_ints(os, "starts", nd.ints), print_ints(os, "limits", nd.ints2), print_ints(os, "strides", nd.ints3);
       break;
@@ -63,14 +136,21 @@ void print_params(std::ostream& os, const Node& nd) {
       print_ints(os, "contract_lhs", nd.ints), print_ints(os, "contract_rhs", nd.ints2);
       print_ints(os, "batch_lhs", nd.ints3), print_ints(os, "batch_rhs", nd.ints4);
       break;
-    case Op::Where: if (nd.args.size() == 1) os << " else=" << nd.x; break;
-    case Op::Cond: case Op::Switch:
+    case Op::Where:
+      if (nd.args.size() == 1) os << " else=" << nd.x;
+      break;
+    case Op::Cond:
+    case Op::Switch:
       if (nd.flag) os << " index_from=sum(arg0) thresholds=" << nd.x << "," << nd.y;
       break;
     case Op::Scan: os << " reverse=" << nd.flag << " result=" << (nd.n == 0 ? "carry" : "ys"); break;
-    case Op::ForiLoop: print_ints(os, "bounds", nd.ints); os << " tensor_bounds=" << nd.flag; break;
+    case Op::ForiLoop:
+      print_ints(os, "bounds", nd.ints);
+      os << " tensor_bounds=" << nd.flag;
+      break;
     case Op::WhileLoop: os << " trips=" << nd.n << " max_steps=" << nd.ints[0]; break;
-    case Op::JitOf: case Op::CheckpointOf: os << " passed=" << nd.n << " (the rest closed over)"; break;
+    case Op::JitOf:
+    case Op::CheckpointOf: os << " passed=" << nd.n << " (the rest closed over)"; break;
     default: break;
   }
 }
@@ -80,7 +160,8 @@ const char* sub_label(const Node& nd, size_t i) {
     case Op::Cond: return i == 0 ? "false branch" : "true branch";
     case Op::Switch: return "branch";
     case Op::Scan: return "body (carry, x, closed...) -> (carry, y)";
-    case Op::ForiLoop: case Op::WhileLoop: return "body (i, carry, closed...) -> carry";
+    case Op::ForiLoop:
+    case Op::WhileLoop: return "body (i, carry, closed...) -> carry";
     default: return "function";
   }
 }
@@ -108,7 +189,8 @@ void print(std::ostream& os, const Program& p, int indent) {
       std::ostringstream c;
       c << nd.constant;
       std::string text = c.str();
-      for (char& ch : text) if (ch == '\n') ch = ' ';
+      for (char& ch : text)
+        if (ch == '\n') ch = ' ';
       os << " const=" << text;
     }
     os << '\n';

@@ -87,8 +87,9 @@ Tensor eval_control_flow(const Node& nd, const std::vector<Tensor>& a) {
       auto step = [&body, &a, dt](const Tensor& i, const Tensor& c) {
         return run1(body, sub_inputs({astype(i, dt), c}, a, 1));
       };
-      if (nd.flag) return fori_loop(scalar<int32_t>(static_cast<int32_t>(nd.ints[0])),
-                                    scalar<int32_t>(static_cast<int32_t>(nd.ints[1])), step, a[0]);
+      if (nd.flag)
+        return fori_loop(scalar<int32_t>(static_cast<int32_t>(nd.ints[0])),
+                         scalar<int32_t>(static_cast<int32_t>(nd.ints[1])), step, a[0]);
       return fori_loop(nd.ints[0], nd.ints[1], step, a[0]);
     }
     case Op::WhileLoop: {
@@ -146,8 +147,7 @@ Tensor eval_control_flow(const Node& nd, const std::vector<Tensor>& a) {
                           [](const Tensor& x, const Tensor& ct) { return ct * (sin(x) + x * cos(x)); });
       return f(a[0]);
     }
-    default:
-      throw std::logic_error(std::string("fuzz: not a control-flow op: ") + op_name(nd.op));
+    default: throw std::logic_error(std::string("fuzz: not a control-flow op: ") + op_name(nd.op));
   }
 }
 

@@ -44,13 +44,12 @@ inline void report_exception(const std::string& ename, const std::string& what) 
 }
 
 template <class T, class = void> struct has_mime_bundle : std::false_type {};
-template <class T>
-struct has_mime_bundle<T, std::void_t<decltype(mime_bundle_repr(std::declval<const T&>()))>> : std::true_type {};
+template <class T> struct has_mime_bundle<T, std::void_t<decltype(mime_bundle_repr(std::declval<const T&>()))>>
+    : std::true_type {};
 
 /// A display_data output: the mime bundle that xeus-cling / xeus-cpp would show for `value`
 /// (mime_bundle_repr found by ADL), else its operator<< text.
-template <class T>
-void display(const T& value) {
+template <class T> void display(const T& value) {
   flush_all();
   std::string json;
   if constexpr (has_mime_bundle<T>::value) {

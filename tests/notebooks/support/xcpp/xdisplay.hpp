@@ -5,8 +5,5 @@
 #include "fluxion_notebook_runner.hpp"
 
 namespace xcpp {
-template <class T>
-void display(const T& value) {
-  fluxion_notebook::display(value);
-}
+template <class T> void display(const T& value) { fluxion_notebook::display(value); }
 }  // namespace xcpp
