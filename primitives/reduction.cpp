@@ -45,7 +45,10 @@ struct Sum {
   static constexpr bool kWide = true;
   template <class V> static V combine(V a, V b) { return a + b; }
   template <class T> using RefAcc = Extended<T>;
-  template <class T> static RefAcc<T> ref_init() { return RefAcc<T>(0); }
+  template <class T> static RefAcc<T> ref_init() {  // IEEE addition's identity for floats: a sum of -0s is -0
+    if constexpr (std::is_floating_point_v<T>) return RefAcc<T>(-0.0);
+    else return RefAcc<T>(0);
+  }
   template <class T> static RefAcc<T> ref_combine(RefAcc<T> a, T x) { return RefAcc<T>(a + static_cast<RefAcc<T>>(x)); }
 };
 struct Prod {

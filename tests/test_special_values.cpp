@@ -448,3 +448,28 @@ TEST_CASE("max, min: of +0 and -0 the first, in vector bodies, tails and single 
     }
   }
 }
+
+TEST_CASE("reduce_sum: a sum of -0s is -0 and an empty sum is +0, on the CPU, under jit and on the reference") {
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    CAPTURE(dtype);
+    const fx::Tensor zeros = fx::reshape(fx::astype(fx::from_vector(std::vector<double>(12, -0.0)), dtype), {3, 4});
+    const fx::Tensor empty = fx::zeros({3, 0}, dtype);
+    auto sums = [](const fx::Tensor& x) { return fx::sum(x, {1}); };
+    const fx::Jaxpr j = fx::make_jaxpr(sums)(zeros);
+    const fx::Jaxpr je = fx::make_jaxpr(sums)(empty);
+    const fx::Tensor ref =
+        fx::eval_primitive(*j.equations[0].primitive, {zeros}, *j.equations[0].params, fx::Backend::reference)[0];
+    const fx::Tensor ref_empty =
+        fx::eval_primitive(*je.equations[0].primitive, {empty}, *je.equations[0].params, fx::Backend::reference)[0];
+    for (const fx::Tensor& r : {sums(zeros), fx::jit(sums)(zeros), ref}) {
+      const std::vector<double> v = fx::astype(r, fx::f64).to_vector<double>();
+      REQUIRE(v.size() == 3);
+      for (double x : v) CHECK((x == 0.0 && std::signbit(x)));
+    }
+    for (const fx::Tensor& r : {sums(empty), fx::jit(sums)(empty), ref_empty}) {
+      const std::vector<double> v = fx::astype(r, fx::f64).to_vector<double>();
+      REQUIRE(v.size() == 3);
+      for (double x : v) CHECK((x == 0.0 && !std::signbit(x)));
+    }
+  }
+}

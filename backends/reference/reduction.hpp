@@ -6,8 +6,10 @@
 ///                                                     // sum/prod, unsigned for integer sum/prod
 ///   template <class T> static RefAcc<T> ref_init();   // identity of the reduction
 ///   template <class T> static RefAcc<T> ref_combine(RefAcc<T> acc, T x);
+///   template <class T> static T identity();           // the result of reducing zero elements
 /// and the result is static_cast<T>(acc): floats are summed/multiplied in extended precision
-/// (long double) and rounded once; integers wrap modulo 2^bits.
+/// (long double) and rounded once; integers wrap modulo 2^bits. A float sum starts at -0 (IEEE
+/// addition's identity: a sum of -0s is -0), while an empty sum is +0 (numpy's, and identity()).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -53,6 +55,10 @@ void reduce(const T* in, const std::vector<int64_t>& shape, const std::vector<in
   const int64_t out_n = product(kept_size), red_n = product(red_size);
   std::vector<int64_t> kept_idx(kept_size.size(), 0);
   for (int64_t o = 0; o < out_n; ++o, next_index(kept_idx, kept_size)) {
+    if (red_n == 0) {
+      out[o] = Op::template identity<T>();
+      continue;
+    }
     int64_t base = 0;
     for (size_t k = 0; k < kept_idx.size(); ++k) base += kept_idx[k] * kept_stride[k];
     auto acc = Op::template ref_init<T>();
