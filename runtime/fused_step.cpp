@@ -3,7 +3,6 @@
 #include "runtime/fused_step.hpp"
 
 #include "runtime/backend.hpp"
-#include "runtime/switches.hpp"
 
 namespace fluxion::runtime {
 
@@ -112,17 +111,6 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
   for (const FusedMember& m : step.members)
     step.periodic_views = step.periodic_views || (m.period > 0 && m.output.source == FusedOperand::scratch);
   step.periodic_views = step.periodic_views && step.scratch_slots <= kMaxUniformSlots;
-  // Periods shorter than a block: every block spans repetitions and would copy the operand into
-  // scratch, repetition by repetition. A replica of a block's length plus a period serves every
-  // block in place. Only for large groups: building it costs about a block's copy per call
-  // (measured: bench/RESULTS.md).
-  if (step.periodic_views && step.n >= kReplicaMinElements && enabled(Switch::replicas))
-    for (FusedMember& m : step.members) {
-      if (m.period <= 0 || m.period >= kBlock || m.output.source != FusedOperand::scratch) continue;
-      m.replica = static_cast<int32_t>(step.externals.size()) + step.replicas++;
-      m.replica_len = (kBlock + 2 * m.period - 2) / m.period * m.period;  // >= kBlock + period - 1
-      step.replica_bytes += (m.replica_len * m.output.itemsize + 63) / 64 * 64;
-    }
   return step;
 }
 

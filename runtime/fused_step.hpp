@@ -7,8 +7,7 @@ namespace fluxion::runtime {
 
 /// The fused step of equations `group` (all fusible, one output shape). `uses_outside[v]` is
 /// nonzero when variable v is read outside the group (another step or a Jaxpr output): such values
-/// are written to external buffers, the others live in scratch slots. Short periodic operands of
-/// large groups get replicas unless Switch::replicas is off.
+/// are written to external buffers, the others live in scratch slots.
 Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside,
                      const Lowering& lowering);
 

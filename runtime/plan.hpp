@@ -16,9 +16,7 @@ namespace fluxion::runtime {
 inline constexpr int64_t kBlock = 1024;                // elements per fused block (8 KiB of f64)
 inline constexpr int64_t kParallelElements = 1 << 16;  // fused groups this large use every thread
 inline constexpr int kMaxFusedInputs = 4;              // fusible() admits no more
-/// Fused groups with at least this many elements get replicas of their short periodic operands.
-inline constexpr int64_t kReplicaMinElements = 4 * kBlock;
-inline constexpr int kMaxUniformSlots = 64;  // scratch slots whose one-value state the block loop tracks
+inline constexpr int kMaxUniformSlots = 64;            // scratch slots whose one-value state the block loop tracks
 
 /// Threads a large fused group or a side-by-side round may use (fluxion::num_threads; 1 without
 /// OpenMP). Read at plan time (tile shapes, rounds) and by the runner (per-thread scratch).
@@ -63,10 +61,6 @@ struct FusedMember {
   // > 0: the broadcast repeats its whole operand (contiguous, `period` elements) along leading
   // dims; a block inside one repetition is read from the operand in place (no copy).
   int64_t period = 0;
-  // >= 0: bases[replica] holds `replica_len` elements of the operand repeated (built once per
-  // call, see Step::replica_bytes), so that blocks spanning repetitions are read in place too.
-  int32_t replica = -1;
-  int64_t replica_len = 0;
   int64_t row = 0;  // > 0: some inputs are rows operands with runs of `row` elements
   DType in_dtype = f32, out_dtype = f32;
   // A reduce_sum member adds its operand's block into per-output sums (see FusedReduction), kept
@@ -104,10 +98,6 @@ struct Step {
   // member).
   bool track_uniform = false;
   bool periodic_views = false;  // some broadcast member has a period (and scratch_slots <= kMaxUniformSlots)
-  // Bytes of the members' replicas (FusedMember::replica: bases after the externals', each
-  // 64-byte aligned), built from their operands before the group runs.
-  int64_t replica_bytes = 0;
-  int32_t replicas = 0;
   // A product computed by tiles inside this group (Lowering::tile_view): its output is the group's
   // external `tiled_external`, never stored whole; each tile_rows x tile_cols tile of its m x n
   // matrix view is written to a per-thread buffer and the group runs on that tile's elements
@@ -144,9 +134,8 @@ struct Plan {
   int64_t max_accumulators = 0;
   int32_t max_externals = 0;
   int32_t max_inputs = 0, max_outputs = 0;
-  int64_t max_tile_bytes = 0;     // one tile buffer (per thread)
-  int64_t max_replica_bytes = 0;  // one step's periodic replicas (shared by the threads)
-  int32_t max_side = 0;           // most kernels a side-by-side round runs at once
+  int64_t max_tile_bytes = 0;  // one tile buffer (per thread)
+  int32_t max_side = 0;        // most kernels a side-by-side round runs at once
 };
 
 /// What each step defines and reads, for buffer liveness; the stages that merge or empty steps

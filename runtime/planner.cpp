@@ -117,9 +117,7 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
         if (std::find(d.begin(), d.end(), v) == d.end()) r.push_back(v);
       plan.max_scratch = std::max(plan.max_scratch, step.scratch_slots);
       plan.max_accumulators = std::max(plan.max_accumulators, step.accumulators);
-      plan.max_externals =
-          std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()) + step.replicas);
-      plan.max_replica_bytes = std::max(plan.max_replica_bytes, step.replica_bytes);
+      plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()));
       uses.in_place.push_back(false);  // members write before later members read the same positions
       plan.steps.push_back(std::move(step));
     }
@@ -158,7 +156,6 @@ std::string describe_plan(const Plan& plan, const PlanRunner& runner) {
          << ", scratch=" << step.scratch_slots;
       if (reductions > 0) os << ", " << reductions << " row sums";
       if (step.row_broadcasts > 0) os << ", " << step.row_broadcasts << " broadcasts read by rows";
-      if (step.replicas > 0) os << ", " << step.replicas << " periodic replicas";
       if (step.tiled)
         os << ", " << step.tiled->primitive->name << " " << step.tile_view.m << "x" << step.tile_view.n << " in "
            << step.tile_rows << "x" << step.tile_cols << " tiles";

@@ -30,10 +30,7 @@ constexpr std::array<Entry, kCount> kTable = {{
     {"side_by_side", "plan: independent kernels run side by side, one thread each"},
     {"buffer_reuse", "plan: intermediates share buffers by liveness"},
     {"register_programs", "cpu: fused f32/f64 chains kept in vector registers"},
-    {"row_sums", "cpu: specialised row-sum kernels (short rows, 8 rows at a time, periods)"},
-    {"replicas", "cpu: short periodic operands of large fused groups replicated to whole blocks"},
     {"blas", "cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)"},
-    {"zero_rows", "cpu: panel products skip rows of zeros in op(b)"},
 }};
 
 std::atomic<uint32_t> g_disabled{0};

@@ -23,10 +23,7 @@ enum class Switch : uint8_t {
   side_by_side,       // plan: independent kernels run side by side, one thread each
   buffer_reuse,       // plan: intermediates share buffers by liveness
   register_programs,  // cpu: fused f32/f64 chains kept in vector registers
-  row_sums,           // cpu: specialised row-sum kernels (short rows, 8 rows at a time, periods)
-  replicas,           // cpu: short periodic operands of large fused groups replicated to blocks
   blas,               // cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)
-  zero_rows,          // cpu: panel products skip rows of zeros in op(b)
   count
 };
 

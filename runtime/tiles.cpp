@@ -28,18 +28,6 @@ int64_t even_part(int64_t extent, int64_t most) {
   return (extent + parts - 1) / parts;
 }
 
-/// Tile columns start at multiples of this many (the register panels' widths divide it), so a
-/// product whose op(b) has zero rows per column block of 64 (a block-triangular factor) keeps them
-/// at the ends of its panels, where the panel product skips them; unaligned tiles cut the blocks
-/// and leave the panels about dense (measured: bench/RESULTS.md).
-constexpr int64_t kTileColumnAlign = 64;
-
-/// Columns of a product tile: even parts of at most kTileMaxCols, rounded up to kTileColumnAlign.
-int64_t tile_columns(int64_t n) {
-  const int64_t part = even_part(n, kTileMaxCols);
-  return part < n ? std::min(n, (part + kTileColumnAlign - 1) / kTileColumnAlign * kTileColumnAlign) : part;
-}
-
 /// Tile rows for an m-row product cut in `col_tiles` column tiles, from `rows` (even_part's),
 /// so that few tiles split evenly over `threads`: the row tiles are raised until the tile count
 /// is a multiple of the thread count (up to 8 tiles a thread, past which the last uneven share
@@ -95,7 +83,7 @@ void plan_tiles(const Jaxpr& j, Plan& plan, StepUses& uses, const Lowering& lowe
     f.tile_view = tp;
     f.tiled_external = x;
     f.tiled_itemsize = itemsize;
-    f.tile_cols = tile_columns(tp.n);
+    f.tile_cols = even_part(tp.n, kTileMaxCols);
     f.tile_rows = balanced_tile_rows(tp.m, even_part(tp.m, std::max<int64_t>(1, kTileElements / f.tile_cols)),
                                      (tp.n + f.tile_cols - 1) / f.tile_cols, max_threads());
     plan.max_tile_bytes = std::max(plan.max_tile_bytes, f.tile_rows * f.tile_cols * itemsize);

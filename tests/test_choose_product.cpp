@@ -24,8 +24,8 @@ using Dims = std::vector<int64_t>;
 namespace {
 
 constexpr fx::cpu::ProductThresholds T = fx::cpu::kProductThresholds;
-const ProductOptions kAll{true, true, true};  // both libraries, zero rows skipped
-const ProductOptions kNoLibraries{false, false, true};
+const ProductOptions kAll{true, true};  // both libraries
+const ProductOptions kNoLibraries{false, false};
 
 ProductLayout matrices(bool ta = false, bool tb = false, int64_t batch = 1) {
   ProductLayout l;
@@ -163,7 +163,7 @@ TEST_CASE("choose_product: oneDNN for f32 from dnnl_work, OpenBLAS for large pro
   CHECK_PATH(choose(128, 128, 256, fx::f64, 1, matrices(), kNoLibraries), ProductPath::eigen);
   CHECK_PATH(choose(33, 1000, 200, fx::f64, 1, matrices()), ProductPath::blas);
   CHECK_PATH(choose(32, 1000, 200, fx::f64, 1, matrices()), ProductPath::eigen);
-  CHECK_PATH(choose(200, 200, 200, fx::f32, 1, matrices(), ProductOptions{false, true, true}), ProductPath::blas);
+  CHECK_PATH(choose(200, 200, 200, fx::f32, 1, matrices(), ProductOptions{false, true}), ProductPath::blas);
   CHECK_PATH(choose(200, 200, 200, fx::i64, 1, matrices()), ProductPath::eigen);
 }
 
@@ -174,8 +174,6 @@ TEST_CASE("choose_product: f64 slices per thread (skinny or short) and register 
   CHECK_PATH(choose(1000, 65, 1000, fx::f64, 2, matrices()), ProductPath::eigen);
   const ProductChoice short_k = choose(1000, 1000, 128, fx::f64, 2, matrices());
   CHECK_PATH(short_k, ProductPath::split_panels);
-  CHECK(short_k.skip_zero_rows);
-  CHECK_FALSE(choose(1000, 1000, 128, fx::f64, 2, matrices(), ProductOptions{true, true, false}).skip_zero_rows);
   CHECK_PATH(choose(1000, 1000, 129, fx::f64, 2, matrices()), ProductPath::eigen);
   CHECK_PATH(choose(1000, 1000, 128, fx::f32, 2, matrices(), kNoLibraries), ProductPath::eigen);
   CHECK_PATH(choose(1000, 64, 1000, fx::f64, 1, matrices(), kNoLibraries), ProductPath::eigen);
@@ -186,7 +184,6 @@ TEST_CASE("choose_product: f64 slices per thread (skinny or short) and register 
   CHECK_PATH(choose(500, 64, 129, fx::f64, 1, matrices()), ProductPath::eigen);
   CHECK_PATH(choose(64, 64, 1000, fx::f64, 1, matrices()), ProductPath::panel);
   CHECK_PATH(choose(65, 64, 1000, fx::f64, 1, matrices()), ProductPath::eigen);
-  CHECK(choose(64, 64, 1000, fx::f64, 1, matrices(), ProductOptions{true, true, false}).skip_zero_rows == false);
   // Thresholds are read from the struct passed in.
   fx::cpu::ProductThresholds t = T;
   t.panel_max_k = 64;
@@ -199,7 +196,7 @@ TEST_CASE("choose_product: tiles and strided products") {
   CHECK_PATH(choose(64, 32, 32, fx::f32, 2, tile), ProductPath::dnnl);
   CHECK(choose(200, 200, 200, fx::f32, 2, tile).threads == 1);  // tiles run on the calling thread
   CHECK_PATH(choose(63, 32, 32, fx::f32, 2, tile), ProductPath::eigen);
-  CHECK_PATH(choose(40, 40, 40, fx::f32, 1, tile, ProductOptions{false, true, true}), ProductPath::blas);  // not large
+  CHECK_PATH(choose(40, 40, 40, fx::f32, 1, tile, ProductOptions{false, true}), ProductPath::blas);  // not large
   CHECK_PATH(choose(300, 300, 128, fx::f64, 1, tile), ProductPath::panel);
   CHECK_PATH(choose(33, 33, 129, fx::f64, 1, tile), ProductPath::blas);
   CHECK_PATH(choose(33, 32, 129, fx::f64, 1, tile), ProductPath::eigen);
@@ -210,10 +207,9 @@ TEST_CASE("choose_product: tiles and strided products") {
   CHECK_PATH(choose(64, 1000, 1000, fx::f64, 2, strided), ProductPath::split_eigen);
 }
 
-TEST_CASE("choose_product: the blas and zero_rows switches reach product_options") {
+TEST_CASE("choose_product: the blas switch reaches product_options") {
   fx::runtime::set_disabled("");
   const ProductOptions on = fx::cpu::product_options();
-  CHECK(on.zero_rows);
 #if FLUXION_WITH_BLAS
   CHECK(on.blas == fx::cpu::blas_usable());
 #else
@@ -224,12 +220,11 @@ TEST_CASE("choose_product: the blas and zero_rows switches reach product_options
 #else
   CHECK_FALSE(on.dnnl);
 #endif
-  fx::runtime::set_disabled("blas,zero_rows");
+  fx::runtime::set_disabled("blas");
   const ProductOptions off = fx::cpu::product_options();
   fx::runtime::set_disabled("");
   CHECK_FALSE(off.blas);
   CHECK_FALSE(off.dnnl);
-  CHECK_FALSE(off.zero_rows);
 }
 
 namespace {
@@ -378,8 +373,8 @@ TEST_CASE("dispatch through choose_product: every path gives the reference's res
   check_strided_and_tile(ProductPath::eigen, true, 70, 20, 129, 1);
 }
 
-TEST_CASE("dispatch: with the blas and zero_rows switches off, the same products give the same results") {
-  fx::runtime::set_disabled("blas,zero_rows");
+TEST_CASE("dispatch: with the blas switch off, the same products give the same results") {
+  fx::runtime::set_disabled("blas");
   check_dispatch<double>(ProductPath::eigen, 1, 130, 140, 256, false, false, 1);
   check_dispatch<double>(ProductPath::gemv, 1, 1, 600, 500, false, true, 1);
   check_dispatch<float>(ProductPath::eigen, 1, 64, 48, 40, true, true, 1);

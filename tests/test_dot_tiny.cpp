@@ -585,10 +585,9 @@ TEST_CASE(
 
 namespace {
 
-/// panel_product<TransA, TransB> on op(b)s with zero rows at a panel's ends (whose steps it
-/// skips): W8's upper-triangular blocks, zero leading and trailing rows, an all-zero op(b); then
-/// inf and NaN in op(a)'s columns that meet only zero rows of op(b), where the product must be NaN
-/// (0 inf), as the reference's is.
+/// panel_product<TransA, TransB> on op(b)s with zero rows: upper-triangular blocks, zero leading
+/// and trailing rows, an all-zero op(b); then inf and NaN in op(a)'s columns that meet only zero
+/// rows of op(b), where the product must be NaN (0 inf), as the reference's is.
 template <bool TransA, bool TransB> void check_zero_row_panels() {
   const int64_t m = 50, n = 70, k = 64;  // 70 columns: two whole panels and a partial one
   auto op_b = [&](int pattern, int64_t l, int64_t j) {
@@ -629,8 +628,9 @@ template <bool TransA, bool TransB> void check_zero_row_panels() {
 }  // namespace
 
 TEST_CASE(
-    "f64 register panels skip op(b)'s zero end rows: triangular blocks, zero ends, all zero, every layout, NaN from 0 "
-    "inf kept") {
+    "f64 register panels on op(b)s with zero rows: triangular blocks, zero ends, all zero, every layout, NaN from 0 "
+    "inf "
+    "kept") {
   check_zero_row_panels<false, false>();
   check_zero_row_panels<false, true>();
   check_zero_row_panels<true, false>();

@@ -587,3 +587,35 @@ TEST_CASE("siblings: matrix-vector products of one large matrix are one product 
   CHECK_MESSAGE(equations_of(merged, "dot_general").size() <= equations_of(other, "dot_general").size(),
                 to_text(merged));
 }
+
+TEST_CASE("siblings: three and four products of one matrix are one product each, under jit too") {
+  // X a, X b, X c (the matrix as lhs) and a X, b X, c X, d X (as rhs): one dot_general per
+  // group, every output its column of the stacked product; jit computes eager's values.
+  Vec args{random_tensor({300, 300}, fx::f64, 81), random_tensor({300}, fx::f64, 82), random_tensor({300}, fx::f64, 83),
+           random_tensor({300}, fx::f64, 84), random_tensor({300}, fx::f64, 85)};
+  auto f = [](const fx::Tensor& x, const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d) {
+    return std::make_tuple(fx::matmul(x, a), fx::matmul(x, b) * 2.0, fx::matmul(x, c), fx::matmul(a, x),
+                           fx::matmul(b, x), fx::matmul(c, x) - 1.0, fx::matmul(d, x));
+  };
+  const fx::Jaxpr j = fx::make_jaxpr(f)(args[0], args[1], args[2], args[3], args[4]);
+  REQUIRE(equations_of(j, "dot_general").size() == 7);
+  const fx::Jaxpr simplified = passes::dce(passes::cse(checked(&passes::simplify, j, args)));
+  CHECK_MESSAGE(equations_of(simplified, "dot_general").size() == 2, to_text(simplified));
+  const fx::Jaxpr optimized = passes::optimize(j);
+  CHECK_MESSAGE(equations_of(optimized, "dot_general").size() == 2, to_text(optimized));
+  std::vector<int64_t> widths;  // the stacked operands: 3 and 4 columns
+  for (const fx::Equation* e : equations_of(optimized, "dot_general"))
+    for (const fx::Atom& in : e->inputs)
+      if (optimized.aval_of(in).shape != fx::Shape{300, 300}) widths.push_back(optimized.aval_of(in).shape.dims()[1]);
+  std::sort(widths.begin(), widths.end());
+  CHECK(widths == std::vector<int64_t>{3, 4});
+  const auto eager = f(args[0], args[1], args[2], args[3], args[4]);
+  const auto jitted = fx::jit(f)(args[0], args[1], args[2], args[3], args[4]);
+  CHECK(compare_tensors(std::get<0>(jitted), std::get<0>(eager)) == "");
+  CHECK(compare_tensors(std::get<1>(jitted), std::get<1>(eager)) == "");
+  CHECK(compare_tensors(std::get<2>(jitted), std::get<2>(eager)) == "");
+  CHECK(compare_tensors(std::get<3>(jitted), std::get<3>(eager)) == "");
+  CHECK(compare_tensors(std::get<4>(jitted), std::get<4>(eager)) == "");
+  CHECK(compare_tensors(std::get<5>(jitted), std::get<5>(eager)) == "");
+  CHECK(compare_tensors(std::get<6>(jitted), std::get<6>(eager)) == "");
+}

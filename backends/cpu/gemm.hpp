@@ -49,11 +49,10 @@ template <bool TransA, bool TransB, class A> void run_strided(const ProductChoic
     case ProductPath::split_eigen:  // f64 only (the panels are compiled for f64 alone)
       if constexpr (std::is_same_v<A, double>)
         return split_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads,
-                                             choice.path == ProductPath::split_panels, choice.skip_zero_rows);
+                                             choice.path == ProductPath::split_panels);
       break;
     case ProductPath::panel:
-      if constexpr (std::is_same_v<A, double>)
-        return panel_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.skip_zero_rows);
+      if constexpr (std::is_same_v<A, double>) return panel_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k);
       break;
     default: break;
   }

@@ -129,9 +129,8 @@ inline constexpr ProductThresholds kProductThresholds{};
 
 /// What this build and the optimization switches allow.
 struct ProductOptions {
-  bool dnnl = false;      // oneDNN's sgemm linked (FLUXION_DNNL), switch `blas` on
-  bool blas = false;      // OpenBLAS linked and usable here (blas_usable), switch `blas` on
-  bool zero_rows = true;  // panel products skip op(b)'s zero rows (switch `zero_rows`)
+  bool dnnl = false;  // oneDNN's sgemm linked (FLUXION_DNNL), switch `blas` on
+  bool blas = false;  // OpenBLAS linked and usable here (blas_usable), switch `blas` on
 };
 
 inline ProductOptions product_options() {
@@ -143,7 +142,6 @@ inline ProductOptions product_options() {
 #if FLUXION_WITH_BLAS
   o.blas = libraries && blas_usable();
 #endif
-  o.zero_rows = runtime::enabled(runtime::Switch::zero_rows);
   return o;
 }
 
@@ -167,9 +165,8 @@ class OptionsOnDemand {
 /// The answer: the path, the threads it runs on, and for batches the threads they are shared over.
 struct ProductChoice {
   ProductPath path = ProductPath::eigen;
-  int threads = 1;              // threads of one product (1: the calling thread)
-  int batch_threads = 1;        // > 1: the batches are shared out over these, each on one thread
-  bool skip_zero_rows = false;  // panel paths: skip op(b)'s zero rows (where op(a) is finite)
+  int threads = 1;        // threads of one product (1: the calling thread)
+  int batch_threads = 1;  // > 1: the batches are shared out over these, each on one thread
 };
 
 /// One slice of a split_gemv (or a whole matrix-vector product on one thread) of `elements`
@@ -201,9 +198,8 @@ inline ProductChoice choose_large(int64_t m, int64_t n, int64_t k, DType dtype, 
     return {ProductPath::blas};
   if (dtype == DType::f64) {
     if (th > 1 && (std::min(m, n) <= t.split_skinny || k <= t.panel_max_k))
-      return {k <= t.panel_max_k ? ProductPath::split_panels : ProductPath::split_eigen, th, 1, o().zero_rows};
-    if (th == 1 && n <= t.panel_narrow && (k <= t.panel_max_k || m <= t.panel_narrow))
-      return {ProductPath::panel, 1, 1, o().zero_rows};
+      return {k <= t.panel_max_k ? ProductPath::split_panels : ProductPath::split_eigen, th};
+    if (th == 1 && n <= t.panel_narrow && (k <= t.panel_max_k || m <= t.panel_narrow)) return {ProductPath::panel};
   }
   return {ProductPath::eigen, th};
 }
@@ -261,7 +257,7 @@ inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype
       return {tiny_product_fits(m, n, k, layout, t) ? ProductPath::tiny : ProductPath::planned};
     case ProductSource::tile: {  // on the calling thread; OpenBLAS needs no `large` here
       if (dtype == DType::f32 && work(m, n, k) >= t.dnnl_work && o().dnnl) return {ProductPath::dnnl};
-      if (dtype == DType::f64 && k <= t.panel_max_k) return {ProductPath::panel, 1, 1, o().zero_rows};
+      if (dtype == DType::f64 && k <= t.panel_max_k) return {ProductPath::panel};
       if (std::min(m, n) > t.eigen_skinny && floating(dtype) && o().blas) return {ProductPath::blas};
       return {ProductPath::eigen};
     }

@@ -5,7 +5,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -16,49 +15,6 @@
 #include "backends/cpu/gemm_register.hpp"
 
 namespace fluxion::cpu::gemm_detail {
-
-/// The rows [begin, end) of a panel of kb rows of W elements (row_b(l): row l) outside which
-/// every row is exact zeros (NaN counts as nonzero), found from both ends: two rows when dense.
-/// Column blocks of a triangular op(b) (upper triangular per block) have shorter ranges in their
-/// earlier panels.
-template <int W, class A, class RowB> std::pair<int64_t, int64_t> panel_rows(int64_t kb, const RowB& row_b) {
-  auto nonzero = [&](int64_t l) {
-    const A* x = row_b(l);
-    for (int e = 0; e < W; ++e)
-      if (x[e] != A(0)) return true;
-    return false;
-  };
-  int64_t begin = 0, end = kb;
-  while (begin < kb && !nonzero(begin)) ++begin;
-  while (end > begin && !nonzero(end - 1)) --end;
-  return {begin, end};
-}
-
-/// True when x[0..n) are all finite: x * 0 is 0 for finite x and NaN for inf and NaN, summed
-/// in packets (Eigen's allFinite on a strided block ran a scalar loop: 30 % of a 334 x 128 x 64
-/// panel product).
-template <class A> bool all_finite(const A* x, int64_t n) {
-  namespace ei = Eigen::internal;
-  using P = PacketOf<A>;
-  constexpr int PS = kPacketSize<A>;
-  const P zero = ei::pset1<P>(A(0));
-  P acc = zero;
-  int64_t e = 0;
-  for (; e + PS <= n; e += PS) acc = ei::pmadd(ei::ploadu<P>(x + e), zero, acc);
-  A tail = ei::predux(acc);
-  for (; e < n; ++e) tail += x[e] * A(0);
-  return tail == A(0);
-}
-
-/// 1 when rows [i0, i1) of op(a) (k columns; a row-major with leading dim lda, op(a) = a^T when
-/// TransA) hold only finite values, else 0.
-template <bool TransA, class A> int rows_finite(const A* a, int64_t lda, int64_t i0, int64_t i1, int64_t k) {
-  const int64_t lines = TransA ? k : i1 - i0, length = TransA ? i1 - i0 : k;
-  const A* first = TransA ? a + i0 : a + i0 * lda;
-  for (int64_t r = 0; r < lines; ++r)
-    if (!all_finite(first + r * lda, length)) return 0;
-  return 1;
-}
 
 /// Rows and packets of panel_product's register block: as many accumulators as 3/4 of the
 /// vector registers hold (6 x 4 with AVX-512's 32 registers, 3 x 4 with 16), the rest for one
@@ -78,18 +34,14 @@ inline constexpr int64_t kPanelRowBlock = 64 * kPanelRows;
 /// registers against it, then stored once. Unlike Eigen's product, c is not zero filled first and
 /// op(a) is read in place (register_rows broadcasts its elements), so nothing but the panel is
 /// packed. Contractions longer than kPanelDepth run in blocks of it, each block after the first
-/// added into c (through `spill`). With `skip_zero_rows`, a panel's all-zero rows at either end
-/// are not stepped over (panel_rows): a triangular op(b) costs about 3/4 of a dense one
-/// (measured: bench/RESULTS.md).
+/// added into c (through `spill`).
 template <bool TransA, bool TransB, class A> void panel_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
-                                                                int64_t ldc, int64_t m, int64_t n, int64_t k,
-                                                                bool skip_zero_rows = true) {
+                                                                int64_t ldc, int64_t m, int64_t n, int64_t k) {
   constexpr int NP = kPanelPackets, W = NP * kPacketSize<A>;
   alignas(64) A panel[kPanelDepth * W];
   alignas(64) A spill[kPanelRows * W];  // rows of a narrower panel or a later k block, before c
   for (int64_t i0 = 0; i0 < m; i0 += kPanelRowBlock) {
     const int64_t i1 = std::min(m, i0 + kPanelRowBlock);
-    int a_finite = -1;  // rows [i0, i1) of op(a) all finite: unknown until a panel has zeros to skip
     for (int64_t j0 = 0; j0 < n; j0 += W) {
       const int64_t w = std::min<int64_t>(W, n - j0);
       for (int64_t l0 = 0; l0 < k; l0 += kPanelDepth) {
@@ -118,21 +70,13 @@ template <bool TransA, bool TransB, class A> void panel_product(const A* a, int6
         auto row_b = [&](int64_t l) {
           return in_place ? b + (l0 + l) * ldb + j0 : static_cast<const A*>(panel + l * W);
         };
-        // The panel's zero rows at either end are skipped, where op(a)'s rows are finite (0 inf
-        // is NaN: checked once per row block, when a panel first has zero rows to skip).
-        auto [begin, end] = skip_zero_rows ? panel_rows<W, A>(kb, row_b) : std::pair<int64_t, int64_t>(0, kb);
-        if ((begin > 0 || end < kb) && a_finite < 0) a_finite = rows_finite<TransA>(a, lda, i0, i1, k);
-        if (a_finite == 0) begin = 0, end = kb;
-        auto row_b_from = [&, begin = begin](int64_t l) { return row_b(begin + l); };
-        auto a_at_from = [&, begin = begin](int64_t i, int64_t l) { return a_at(i, begin + l); };
-        const int64_t steps = end - begin;
         int64_t i = i0;
         auto rows = [&](auto count) {
           constexpr int R = decltype(count)::value;
           if (w == W && l0 == 0) {
-            register_rows<R, NP>(i, steps, row_b_from, a_at_from, c + i * ldc + j0, ldc);
+            register_rows<R, NP>(i, kb, row_b, a_at, c + i * ldc + j0, ldc);
           } else {
-            register_rows<R, NP>(i, steps, row_b_from, a_at_from, spill, W);
+            register_rows<R, NP>(i, kb, row_b, a_at, spill, W);
             for (int r = 0; r < R; ++r) {
               A* out = c + (i + r) * ldc + j0;
               const A* in = spill + r * W;
@@ -156,11 +100,11 @@ template <bool TransA, bool TransB, class A> void panel_product(const A* a, int6
 inline constexpr int64_t kPanelNarrow = 64;
 
 /// blas_product's product on `threads` threads, each computing its own slice of c (rows, or
-/// columns when c is wider than tall) on its own: by panel_product when `panels` (skipping zero
-/// rows when `skip_zero_rows`), else by Eigen's product on that thread.
+/// columns when c is wider than tall) on its own: by panel_product when `panels`, else by Eigen's
+/// product on that thread.
 template <bool TransA, bool TransB, class A> void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
                                                                 int64_t ldc, int64_t m, int64_t n, int64_t k,
-                                                                int threads, bool panels, bool skip_zero_rows) {
+                                                                int threads, bool panels) {
   const bool by_rows = m >= n;
   auto slice = [&](int t, int nt) {
     const int64_t extent = by_rows ? m : n, s0 = extent * t / nt, s1 = extent * (t + 1) / nt;
@@ -169,7 +113,7 @@ template <bool TransA, bool TransB, class A> void split_product(const A* a, int6
     const A* bs = by_rows ? b : b + (TransB ? s0 * ldb : s0);
     A* cs = by_rows ? c + s0 * ldc : c + s0;
     const int64_t ms = by_rows ? s1 - s0 : m, ns = by_rows ? n : s1 - s0;
-    if (panels) panel_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k, skip_zero_rows);
+    if (panels) panel_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k);
     else eigen_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k, 1);
   };
 #ifdef _OPENMP

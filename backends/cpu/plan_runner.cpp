@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <sstream>
 #include <type_traits>
@@ -36,7 +35,7 @@ using runtime::RunState;
 using runtime::Step;
 
 /// The CPU runner's memory per state: per-thread scratch blocks, row-sum accumulators and tile
-/// buffers, the externals' base pointers, one step's replicas, the side-by-side argument lists.
+/// buffers, the externals' base pointers, the side-by-side argument lists.
 struct CpuWorkspace : runtime::Workspace {
   std::vector<double> scratch_storage;  // threads x slots x kBlock elements (8 bytes each), + slack
   double* scratch = nullptr;            // scratch_storage aligned to 64 bytes: Eigen's block kernels
@@ -49,8 +48,6 @@ struct CpuWorkspace : runtime::Workspace {
   char* tiles = nullptr;                               // tile_storage aligned to 64 bytes
   int64_t tile_stride = 0;                             // bytes per thread: max_tile_bytes rounded up to 64
   std::vector<char*> tile_bases;                       // threads x bases.size(): each thread's bases while tiling
-  std::vector<double> replica_storage;                 // plan.max_replica_bytes, for the running step's replicas
-  char* replicas = nullptr;                            // replica_storage aligned to 64 bytes
 };
 
 std::unique_ptr<CpuWorkspace> make_cpu_workspace(const Plan& plan) {
@@ -68,11 +65,6 @@ std::unique_ptr<CpuWorkspace> make_cpu_workspace(const Plan& plan) {
     const auto tile_addr = reinterpret_cast<uintptr_t>(w->tile_storage.data());
     w->tiles = reinterpret_cast<char*>(w->tile_storage.data()) + (64 - tile_addr % 64) % 64;
     w->tile_bases.resize(static_cast<size_t>(threads) * w->bases.size());
-  }
-  if (plan.max_replica_bytes > 0) {
-    w->replica_storage.resize(static_cast<size_t>(plan.max_replica_bytes / 8 + 8));
-    const auto replica_addr = reinterpret_cast<uintptr_t>(w->replica_storage.data());
-    w->replicas = reinterpret_cast<char*>(w->replica_storage.data()) + (64 - replica_addr % 64) % 64;
   }
   w->side_in.resize(static_cast<size_t>(plan.max_side));
   w->side_out.resize(static_cast<size_t>(plan.max_side));
@@ -92,7 +84,6 @@ std::unique_ptr<CpuWorkspace> make_cpu_workspace(const Plan& plan) {
 /// scalars when the block lies inside one run.
 void run_fused_range(const Step& step, const FusedLowering& lowering, char* const* bases, double* scratch,
                      double* accumulators, int64_t e0, int64_t e1) {
-  const bool row_sums = lowering.row_sums;
   const FusedLowering::Member* kernels = lowering.members.data();
   const void* in_ptrs[kMaxFusedInputs];
   bool in_scalar[kMaxFusedInputs], in_rows[kMaxFusedInputs];
@@ -125,7 +116,7 @@ void run_fused_range(const Step& step, const FusedLowering& lowering, char* cons
       if (m.reduce) {
         const FusedOperand& op = m.inputs[0];
         const bool one = m.scalar[0] || (track && op.source == FusedOperand::scratch && uniform[op.index]);
-        add_row_sums(m, ptr(op), one, row_sums, accumulators + m.acc, start, len);
+        add_row_sums(m, ptr(op), one, accumulators + m.acc, start, len);
         continue;
       }
       if (m.broadcast) {  // the operand is external: its base pointer, not offset by the block
@@ -134,11 +125,8 @@ void run_fused_range(const Step& step, const FusedLowering& lowering, char* cons
         const char* src = bases[m.inputs[0].index];
         if (views && m.period > 0 && m.output.source == FusedOperand::scratch) {
           const int64_t offset = start % m.period;
-          const char* in_place = offset + len <= m.period        ? src
-                                 : offset + len <= m.replica_len ? bases[m.replica]
-                                                                 : nullptr;
-          if (in_place) {
-            view[m.output.index] = in_place + offset * m.output.itemsize;
+          if (offset + len <= m.period) {
+            view[m.output.index] = src + offset * m.output.itemsize;
             if (to_scratch) uniform[m.output.index] = false;
             continue;
           }
@@ -232,20 +220,6 @@ void run_tiles(const Step& step, const FusedLowering& lowering, const std::vecto
       bases[step.tiled_external] = reinterpret_cast<char*>(row - static_cast<uintptr_t>(start * isz));
       run_fused_range(step, lowering, bases, scratch, accumulators, start, start + ld);
     }
-  }
-}
-
-/// Fills the replicas of `step`'s periodic members (their operands' bases set) at `storage` and
-/// points their bases there.
-void build_replicas(const Step& step, char** bases, char* storage) {
-  for (const FusedMember& m : step.members) {
-    if (m.replica < 0) continue;
-    const char* src = bases[m.inputs[0].index];
-    const auto period_bytes = static_cast<size_t>(m.period * m.output.itemsize);
-    for (int64_t done = 0; done < m.replica_len; done += m.period)
-      std::memcpy(storage + done * m.output.itemsize, src, period_bytes);
-    bases[m.replica] = storage;
-    storage += (m.replica_len * m.output.itemsize + 63) / 64 * 64;
   }
 }
 
@@ -390,11 +364,9 @@ class CpuRunner final : public runtime::PlanRunner {
 
   void lower(Plan& plan) const override {
     const bool programs = runtime::enabled(runtime::Switch::register_programs);
-    const bool row_sums = runtime::enabled(runtime::Switch::row_sums);
     for (Step& step : plan.steps) {
       if (step.type != Step::fused) continue;
       auto lowering = std::make_shared<FusedLowering>();
-      lowering->row_sums = row_sums;
       for (const FusedMember& m : step.members) {
         FusedLowering::Member k;
         // Broadcast and reduce members run the runner's own code; every other member is an
@@ -434,7 +406,6 @@ class CpuRunner final : public runtime::PlanRunner {
           for (size_t k = 0; k < step.externals.size(); ++k)
             if (static_cast<int32_t>(k) != step.tiled_external)
               w.bases[k] = static_cast<char*>(s.values[step.externals[k]].array("jit").data());
-          if (step.replicas > 0) build_replicas(step, w.bases.data(), w.replicas);
           run_fused_step(step, plan, s, w);
           break;
         }

@@ -1,11 +1,9 @@
 /// Row-sum kernels of fused reductions: a reduce_sum member's block added into per-output double
-/// sums (add_row_sums), with kernels for short rows, rows of 8-64 and short periods, and the sums
-/// combined over the threads and written out (write_row_sums). Every partial sum starts at -0.
+/// sums (add_row_sums) run by run, and the sums combined over the threads and written out
+/// (write_row_sums). Every partial sum starts at -0.
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <numeric>
 #include <type_traits>
 
 #include "runtime/plan.hpp"
@@ -61,118 +59,12 @@ template <class T> inline double short_sum(const T* p, int64_t n) {
   return s0 + s1;
 }
 
-/// Rows up to this long are summed by sum_short_rows, whole rows in one loop.
-constexpr int64_t kShortRowMax = 4;
-
-/// acc[0, rows) += the sums of `rows` consecutive rows of R elements at p (short_sum's order),
-/// one loop with R fixed: rows this short would otherwise pay a row's bookkeeping and a call each
-/// (measured: bench/RESULTS.md).
-template <int R, class T> void sum_short_rows(const T* p, int64_t rows, double* acc) {
-  for (int64_t r = 0; r < rows; ++r) acc[r] += short_sum(p + r * R, R);
-}
-
-#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)  // __builtin_shufflevector
-#define FLUXION_EIGHT_ROW_SUMS 1
-/// Rows of 8 to this many elements are summed eight at a time by sum_rows_by_8.
-constexpr int64_t kEightRowMax = 64;
-typedef double EightDoubles __attribute__((vector_size(64)));
-typedef int64_t EightLongs __attribute__((vector_size(64)));
-
-/// acc[0, rows) += the sums of `rows` consecutive rows of `row` (8 or more) elements at p, eight
-/// rows at a time: one 8-lane accumulator per row, then a transpose-and-add tree puts the 8 sums
-/// in one vector. A row's last `row % 8` elements come from the 8 that end the row, the lanes
-/// already counted masked off (never a read outside the row). Per row this is row / 8 (+1)
-/// vector adds and 21 / 8 shuffles or adds, against a whole lane_sum's setup and 8-lane combine,
-/// or two scalar add chains for rows shorter than 16. A last group of fewer than 8 rows leaves the
-/// other accumulators at zero, cheaper than lane_sum on each (measured: bench/RESULTS.md).
-template <class T> FLUXION_WIDE_VECTORS void sum_rows_by_8(const T* p, int64_t row, int64_t rows, double* acc) {
-  typedef T EightT __attribute__((vector_size(8 * sizeof(T))));
-  const int64_t whole = row / 8 * 8, tail = row - whole;
-  EightLongs keep, start;  // lanes of a row's last 8 elements not yet counted; kSumStart's bits
-  for (int l = 0; l < 8; ++l) keep[l] = l >= 8 - tail ? -1 : 0;
-  std::memcpy(&start, &kSumStart, sizeof(double));
-  for (int l = 1; l < 8; ++l) start[l] = start[0];
-  const EightLongs drop = start & ~keep;  // the lanes counted already read as kSumStart
-  for (int64_t r0 = 0; r0 < rows; r0 += 8, p += 8 * row, acc += 8) {
-    const int64_t count = std::min<int64_t>(8, rows - r0);
-    EightDoubles a[8];
-    for (int r = 0; r < 8; ++r) {
-      EightDoubles sum = (EightDoubles)start;
-      if (r < count) {
-        const T* q = p + r * row;
-        for (int64_t i = 0; i < whole; i += 8) {
-          EightT v;
-          std::memcpy(&v, q + i, sizeof v);
-          sum += __builtin_convertvector(v, EightDoubles);
-        }
-        if (tail > 0) {
-          EightT v;
-          std::memcpy(&v, q + row - 8, sizeof v);
-          sum += (EightDoubles)(((EightLongs) __builtin_convertvector(v, EightDoubles) & keep) | drop);
-        }
-      }
-      a[r] = sum;
-    }
-    EightDoubles t[4], u[2];
-    for (int k = 0; k < 4; ++k)  // pairs of lanes: [row 2k, row 2k+1] interleaved
-      t[k] = __builtin_shufflevector(a[2 * k], a[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
-             __builtin_shufflevector(a[2 * k], a[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-    for (int k = 0; k < 2; ++k)  // quads: rows 4k..4k+3, then again for the upper half
-      u[k] = __builtin_shufflevector(t[2 * k], t[2 * k + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
-             __builtin_shufflevector(t[2 * k], t[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
-    EightDoubles sums = __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 8, 9, 10, 11) +
-                        __builtin_shufflevector(u[0], u[1], 4, 5, 6, 7, 12, 13, 14, 15);
-    if (count == 8) {
-      EightDoubles old;
-      std::memcpy(&old, acc, sizeof old);
-      old += sums;
-      std::memcpy(acc, &old, sizeof old);
-    } else {
-      for (int r = 0; r < count; ++r) acc[r] += sums[r];
-    }
-  }
-}
-#else
-#define FLUXION_EIGHT_ROW_SUMS 0
-#endif
-
-/// Periods (whole groups of rows that fill whole vectors) of sums over a middle dim are added
-/// by sum_periods when they are at most this long.
-constexpr int64_t kMaxSumPeriod = 64;
-
-/// acc[j % inner] += the sums of element j of `chunks` consecutive periods of P elements at p (P
-/// a multiple of `inner` and of 8): P partial sums in registers, folded onto `inner` outputs at
-/// the end, instead of adding short runs of `inner` one by one (measured: bench/RESULTS.md).
-template <int P, class T>
-FLUXION_WIDE_VECTORS void sum_periods(const T* p, int64_t chunks, double* acc, int64_t inner) {
-  double s[P];
-  std::fill(s, s + P, kSumStart);
-  for (int64_t c = 0; c < chunks; ++c)
-    for (int j = 0; j < P; ++j) s[j] += static_cast<double>(p[c * P + j]);
-  for (int j = 0; j < P; ++j) acc[j % inner] += s[j];
-}
-
-template <class T> void sum_periods(const T* p, int64_t chunks, int64_t period, double* acc, int64_t inner) {
-  switch (period / 8) {
-    case 1: return sum_periods<8>(p, chunks, acc, inner);
-    case 2: return sum_periods<16>(p, chunks, acc, inner);
-    case 3: return sum_periods<24>(p, chunks, acc, inner);
-    case 4: return sum_periods<32>(p, chunks, acc, inner);
-    case 5: return sum_periods<40>(p, chunks, acc, inner);
-    case 6: return sum_periods<48>(p, chunks, acc, inner);
-    case 7: return sum_periods<56>(p, chunks, acc, inner);
-    default: return sum_periods<64>(p, chunks, acc, inner);
-  }
-}
-
 }  // namespace row_sums_detail
 
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
 /// value when `one`) into its per-output sums `acc` (double, whatever the operand's float type).
-/// `special`: the kernels for particular row lengths may run (sum_periods, sum_short_rows,
-/// sum_rows_by_8); false (Switch::row_sums off) keeps the generic lane_sum / short_sum per run.
-inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool one, bool special, double* acc,
-                         int64_t start, int64_t len) {
+inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool one, double* acc, int64_t start,
+                         int64_t len) {
   using namespace row_sums_detail;
   dispatch_dtype(m.in_dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -180,18 +72,8 @@ inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool on
       const T* x = reinterpret_cast<const T*>(src);
       if (m.layout.inner > 1) {  // runs of `inner` elements add into runs of outputs
         const int64_t inner = m.layout.inner, span = m.layout.row * inner;
-        const int64_t period = std::lcm(inner, int64_t(8));
         int64_t outer = start / span, q = start % span, c = q % inner;  // q: position in the span
         for (int64_t done = 0; done < len;) {
-          if (special && !one && c == 0 && period <= kMaxSumPeriod) {
-            const int64_t chunks = std::min(len - done, span - q) / period;
-            if (chunks > 0) {
-              sum_periods(x + done, chunks, period, acc + outer * inner, inner);
-              done += chunks * period, q += chunks * period;
-              if (q == span) q = 0, ++outer;
-              continue;
-            }
-          }
           const int64_t run = std::min(inner - c, len - done);
           double* a = acc + outer * inner + c;
           if (one) {
@@ -210,27 +92,6 @@ inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool on
       const int64_t row = m.layout.row;
       int64_t r = start / row, c = start % row;
       for (int64_t done = 0; done < len; c = 0, ++r) {
-        if (special && !one && c == 0 && row <= kShortRowMax && len - done >= row) {
-          const int64_t rows = (len - done) / row;
-          switch (row) {
-            case 1: sum_short_rows<1>(x + done, rows, acc + r); break;
-            case 2: sum_short_rows<2>(x + done, rows, acc + r); break;
-            case 3: sum_short_rows<3>(x + done, rows, acc + r); break;
-            default: sum_short_rows<4>(x + done, rows, acc + r); break;
-          }
-          done += rows * row;
-          r += rows - 1;  // and the loop's ++r
-          continue;
-        }
-#if FLUXION_EIGHT_ROW_SUMS
-        if (special && !one && c == 0 && row >= 8 && row <= kEightRowMax && len - done >= 2 * row) {
-          const int64_t rows = (len - done) / row;
-          sum_rows_by_8(x + done, row, rows, acc + r);
-          done += rows * row;
-          r += rows - 1;  // and the loop's ++r
-          continue;
-        }
-#endif
         const int64_t run = std::min(row - c, len - done);
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);

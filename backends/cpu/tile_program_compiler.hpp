@@ -29,7 +29,6 @@ struct FusedLowering : runtime::StepLowering {
   std::vector<TileInstr> program;
   DType program_dtype = f32;
   std::vector<int64_t> tile_sums;
-  bool row_sums = true;  // the row-sum kernels for particular row lengths may run (Switch::row_sums)
 };
 
 /// Fills `lowering`'s register program for fused step `step`, or leaves it empty when some member
