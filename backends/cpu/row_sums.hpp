@@ -1,5 +1,5 @@
 /// Row-sum kernels of fused reductions: a reduce_sum member's block added into per-output double
-/// sums (add_row_sums) run by run, and the sums combined over the threads and written out
+/// sums (add_row_sums) run by run (rows of at most 4 elements in one loop), and the sums combined over the threads and written out
 /// (write_row_sums). Every partial sum starts at -0.
 #pragma once
 #include <algorithm>
@@ -59,6 +59,16 @@ template <class T> inline double short_sum(const T* p, int64_t n) {
   return s0 + s1;
 }
 
+/// Rows up to this long are summed by sum_short_rows, whole rows in one loop: sums over 2 to 4
+/// trailing elements (points in the plane or in space, quaternions) would otherwise pay a row's
+/// bookkeeping and a call each (measured: bench/RESULTS.md).
+constexpr int64_t kShortRowMax = 4;
+
+/// acc[0, rows) += the sums of `rows` consecutive rows of R elements at p (short_sum's order).
+template <int R, class T> void sum_short_rows(const T* p, int64_t rows, double* acc) {
+  for (int64_t r = 0; r < rows; ++r) acc[r] += short_sum(p + r * R, R);
+}
+
 }  // namespace row_sums_detail
 
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
@@ -92,6 +102,18 @@ inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool on
       const int64_t row = m.layout.row;
       int64_t r = start / row, c = start % row;
       for (int64_t done = 0; done < len; c = 0, ++r) {
+        if (!one && c == 0 && row <= kShortRowMax && len - done >= row) {
+          const int64_t rows = (len - done) / row;
+          switch (row) {
+            case 1: sum_short_rows<1>(x + done, rows, acc + r); break;
+            case 2: sum_short_rows<2>(x + done, rows, acc + r); break;
+            case 3: sum_short_rows<3>(x + done, rows, acc + r); break;
+            default: sum_short_rows<4>(x + done, rows, acc + r); break;
+          }
+          done += rows * row;
+          r += rows - 1;  // and the loop's ++r
+          continue;
+        }
         const int64_t run = std::min(row - c, len - done);
         if (one) {
           acc[r] += static_cast<double>(x[0]) * static_cast<double>(run);
