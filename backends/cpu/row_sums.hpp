@@ -1,9 +1,10 @@
 /// Row-sum kernels of fused reductions: a reduce_sum member's block added into per-output double
-/// sums (add_row_sums) run by run (rows of at most 4 elements in one loop), and the sums combined over the threads and written out
-/// (write_row_sums). Every partial sum starts at -0.
+/// sums (add_row_sums) run by run (rows of at most 4 elements in one loop), and the sums combined
+/// over the threads and written out (write_row_sums). Every partial sum starts at -0.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 
 #include "runtime/plan.hpp"
@@ -69,6 +70,35 @@ template <int R, class T> void sum_short_rows(const T* p, int64_t rows, double* 
   for (int64_t r = 0; r < rows; ++r) acc[r] += short_sum(p + r * R, R);
 }
 
+/// Periods (whole groups of rows that fill whole vectors) of sums over a middle dim are added
+/// by sum_periods when they are at most this long.
+constexpr int64_t kMaxSumPeriod = 64;
+
+/// acc[j % inner] += the sums of element j of `chunks` consecutive periods of P elements at p (P
+/// a multiple of `inner` and of 8): P partial sums in registers, folded onto `inner` outputs at
+/// the end, instead of adding short runs of `inner` one by one (measured: bench/RESULTS.md).
+template <int P, class T>
+FLUXION_WIDE_VECTORS void sum_periods(const T* p, int64_t chunks, double* acc, int64_t inner) {
+  double s[P];
+  std::fill(s, s + P, kSumStart);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int j = 0; j < P; ++j) s[j] += static_cast<double>(p[c * P + j]);
+  for (int j = 0; j < P; ++j) acc[j % inner] += s[j];
+}
+
+template <class T> void sum_periods(const T* p, int64_t chunks, int64_t period, double* acc, int64_t inner) {
+  switch (period / 8) {
+    case 1: return sum_periods<8>(p, chunks, acc, inner);
+    case 2: return sum_periods<16>(p, chunks, acc, inner);
+    case 3: return sum_periods<24>(p, chunks, acc, inner);
+    case 4: return sum_periods<32>(p, chunks, acc, inner);
+    case 5: return sum_periods<40>(p, chunks, acc, inner);
+    case 6: return sum_periods<48>(p, chunks, acc, inner);
+    case 7: return sum_periods<56>(p, chunks, acc, inner);
+    default: return sum_periods<64>(p, chunks, acc, inner);
+  }
+}
+
 }  // namespace row_sums_detail
 
 /// Adds elements [start, start + len) of a reduce member's operand (`src`: the block, or one
@@ -82,8 +112,18 @@ inline void add_row_sums(const runtime::FusedMember& m, const char* src, bool on
       const T* x = reinterpret_cast<const T*>(src);
       if (m.layout.inner > 1) {  // runs of `inner` elements add into runs of outputs
         const int64_t inner = m.layout.inner, span = m.layout.row * inner;
+        const int64_t period = std::lcm(inner, int64_t(8));
         int64_t outer = start / span, q = start % span, c = q % inner;  // q: position in the span
         for (int64_t done = 0; done < len;) {
+          if (!one && c == 0 && period <= kMaxSumPeriod) {
+            const int64_t chunks = std::min(len - done, span - q) / period;
+            if (chunks > 0) {
+              sum_periods(x + done, chunks, period, acc + outer * inner, inner);
+              done += chunks * period, q += chunks * period;
+              if (q == span) q = 0, ++outer;
+              continue;
+            }
+          }
           const int64_t run = std::min(inner - c, len - done);
           double* a = acc + outer * inner + c;
           if (one) {
