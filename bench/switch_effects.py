@@ -29,6 +29,8 @@ def run(binary, disabled, min_time, pattern):
     out = subprocess.run(["taskset", "-c", "0", binary, f"--benchmark_filter={flt}",
                           f"--benchmark_min_time={min_time}", "--benchmark_format=json"],
                          env=env, capture_output=True, text=True, check=True).stdout
+    if not out.strip():  # the filter matches nothing in this suite
+        return {}
     scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
     return {b["name"].replace("/real_time", "").replace("fluxion_jit/", ""): b["real_time"] * scale[b["time_unit"]]
             for b in json.loads(out)["benchmarks"]}
