@@ -5,8 +5,10 @@
 
 #include <array>
 #include <atomic>
+#include <mutex>
 
 #include "backends/cpu/plan_runner.hpp"
+#include "backends/cuda/kernel_table.hpp"
 #include "fluxion/errors.hpp"
 
 namespace fluxion::runtime {
@@ -33,7 +35,19 @@ const Lowering& PlanRunner::lowering() const {
   return nothing;
 }
 
+void set_kernel(const Primitive& p, Backend backend, Kernel kernel) {
+  // Primitives are built non-const on the heap (primitives/builder.cpp): the cast is well defined.
+  const_cast<Primitive&>(p).kernels[static_cast<size_t>(backend)] = kernel;
+}
+
+void ensure_kernel_table(Backend backend) {
+  static std::once_flag emulated, device;
+  if (backend == Backend::cuda_emulated) std::call_once(emulated, &cuda::install_emulated_kernels);
+  else if (backend == Backend::cuda) std::call_once(device, &cuda::install_cuda_kernels);
+}
+
 const PlanRunner& plan_runner(Backend backend) {
+  ensure_kernel_table(backend);
   const PlanRunner* runner = backend_detail::runners()[static_cast<size_t>(backend)].load(std::memory_order_acquire);
   if (!runner)
     detail::fail<NotImplementedError>("jit", "no plan runner for the ", backend_name(backend),

@@ -100,6 +100,13 @@ const PlanRunner& plan_runner(Backend backend);
 /// `backend` from now on, and returns the previous one. Plans compiled before keep theirs.
 const PlanRunner* set_plan_runner(Backend backend, const PlanRunner* runner);
 
+/// Slot 1 for a backend whose kernel table is filed after the primitives are built (CUDA and
+/// cuda_emulated: backends/cuda/kernel_table.hpp): sets `p`'s kernel for `backend`.
+void set_kernel(const Primitive& p, Backend backend, Kernel kernel);
+/// Files `backend`'s kernel table on first use (once, thread-safe); reference and cpu are filed by
+/// the builders. eval_primitive and plan_runner call it before reading Primitive::kernels.
+void ensure_kernel_table(Backend backend);
+
 /// Runs dynamic_view step `step`: its output views this call's bytes of its input, reusing the
 /// last call's ArrayImpl when nothing holds it. Every runner runs these the same way.
 void bind_dynamic_view(const Plan& plan, const Step& step, RunState& s);

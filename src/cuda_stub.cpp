@@ -4,6 +4,7 @@
 #ifndef FLUXION_WITH_CUDA
 #include <cstring>
 
+#include "backends/cuda/kernel_table.hpp"
 #include "fluxion/cuda.hpp"
 #include "fluxion/errors.hpp"
 
@@ -36,5 +37,8 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, int6
 }
 
 }  // namespace memory
+
+void install_cuda_kernels() {}  // no CUDA kernels without CUDA: eager ops on cuda:N fail at allocation
+
 }  // namespace fluxion::cuda
 #endif  // FLUXION_WITH_CUDA

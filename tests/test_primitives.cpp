@@ -4,46 +4,18 @@
 // DESIGN.md-style message.
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <iostream>
 #include <map>
 #include <string>
 
-#include "samples.hpp"
+#include "sample_eval.hpp"
 
 namespace fx = fluxion;
 using fx::testing::sample_registry;
 
-namespace {
-
-// Stages the sample and returns its single equation (the primitive under test).
-fx::Jaxpr stage_sample(const fx::testing::Sample& s) {
-  return fx::make_jaxpr([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(s.inputs);
-}
-
-// The concrete inputs of the staged equation: Jaxpr inputs map to the sample's tensors.
-std::vector<fx::Tensor> equation_inputs(const fx::Jaxpr& j, const fx::testing::Sample& s) {
-  std::map<int32_t, fx::Tensor> env;
-  for (size_t i = 0; i < j.invars.size(); ++i) env[j.invars[i]] = s.inputs[i];
-  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i]] = j.consts[i];
-  std::vector<fx::Tensor> in;
-  for (const fx::Atom& a : j.equations[0].inputs) in.push_back(a.is_literal() ? a.literal : env.at(a.var));
-  return in;
-}
-
-// The first position where `a` and `b` both hold a zero, with different signs ("" if none): the
-// tolerance of compare_tensors cannot see the sign of zero (neg(+0) = -0, sqrt(-0) = -0).
-std::string zero_sign_mismatch(const fx::Tensor& a, const fx::Tensor& b) {
-  if (!fx::is_floating(a.dtype()) || a.dtype() != b.dtype() || a.size() != b.size()) return "";
-  const std::vector<double> x = fx::astype(a, fx::f64).to_vector<double>(),
-                            y = fx::astype(b, fx::f64).to_vector<double>();
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i] == 0 && y[i] == 0 && std::signbit(x[i]) != std::signbit(y[i]))
-      return "zeros of different signs at flat index " + std::to_string(i);
-  return "";
-}
-
-}  // namespace
+using fx::testing::equation_inputs;
+using fx::testing::stage_sample;
+using fx::testing::zero_sign_mismatch;
 
 TEST_CASE("registry: every registered primitive has samples and bad inputs") {
   for (const fx::Primitive* p : fx::all_primitives()) {

@@ -7,6 +7,7 @@
 
 #include "fluxion/interpreter.hpp"
 #include "fluxion/primitive.hpp"
+#include "runtime/backend.hpp"
 
 namespace fluxion {
 
@@ -111,6 +112,7 @@ std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>
     outputs.push_back(make_view(inputs[0], out_avals[0]));
     return outputs;
   }
+  runtime::ensure_kernel_table(backend);
   Kernel k = p.kernel(backend);
   if (!k)
     detail::fail<NotImplementedError>(p.name.c_str(), "no ", backend_name(backend), " kernel for primitive '", p.name,

@@ -29,11 +29,19 @@ int num_threads();
 /// Sets the threads of large CPU kernels (Eigen's OpenMP GEMM and OpenBLAS); n <= 0 restores the default.
 void set_num_threads(int n);
 
-/// Which kernel table runs an op: the naive reference loops, the CPU (Eigen) kernels, or CUDA.
-enum class Backend : uint8_t { reference = 0, cpu = 1, cuda = 2 };
-inline constexpr int kNumBackends = 3;
+/// Which kernel table runs an op: the naive reference loops, the CPU (Eigen) kernels, CUDA, or
+/// cuda_emulated: the CUDA backend's kernel bodies run over their grid on the CPU, on CPU tensors
+/// (the CUDA kernels' logic tested where there is no GPU; backends/cuda/kernels/).
+enum class Backend : uint8_t { reference = 0, cpu = 1, cuda = 2, cuda_emulated = 3 };
+inline constexpr int kNumBackends = 4;
 inline const char* backend_name(Backend b) {
-  return b == Backend::reference ? "reference" : b == Backend::cpu ? "cpu" : "cuda";
+  switch (b) {
+    case Backend::reference: return "reference";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+    case Backend::cuda_emulated: return "cuda_emulated";
+  }
+  return "unknown";
 }
 
 }  // namespace fluxion

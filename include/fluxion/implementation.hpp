@@ -33,6 +33,7 @@
 #include "backends/cpu/lowering.cpp"
 #include "backends/cpu/tile_program_compiler.cpp"
 #include "backends/cpu/plan_runner.cpp"
+#include "backends/cuda/emulated/kernel_table.cpp"
 #include "passes/inline.cpp"
 #include "passes/dce.cpp"
 #include "passes/cse.cpp"
