@@ -1,5 +1,7 @@
 // The interpreter stack and the eager interpreter: bind -> shape rule -> kernel, now.
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #ifdef __linux__
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,15 +15,28 @@ namespace fluxion {
 
 namespace eval_detail {
 
+/// The kernel table of eager ops on CPU tensors: cpu, or what $FLUXION_EAGER_BACKEND names
+/// (reference or cuda_emulated: whole test suites run on another table, transforms included).
+Backend host_backend() {
+  static const Backend chosen = [] {
+    const char* env = std::getenv("FLUXION_EAGER_BACKEND");
+    std::string name = env ? env : "cpu";
+    for (Backend b : {Backend::cpu, Backend::reference, Backend::cuda_emulated})
+      if (name == backend_name(b)) return b;
+    detail::fail<Error>("FLUXION_EAGER_BACKEND", "unknown backend '", name,
+                        "'. Use cpu, reference or cuda_emulated (or unset it).");
+  }();
+  return chosen;
+}
+
 /// Evaluates primitives immediately with the kernels of the inputs' device.
 class EvalInterpreter final : public Interpreter {
  public:
   EvalInterpreter() : Interpreter(Root{}) {}
   std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override {
     for (const Tensor& t : inputs) check_visible(t, p.name.c_str());
-    Backend backend = Backend::cpu;
-    if (!inputs.empty() && inputs[0].device().is_cuda()) backend = Backend::cuda;
-    return eval_primitive(p, inputs, params, backend);
+    const bool on_gpu = !inputs.empty() && inputs[0].device().is_cuda();
+    return eval_primitive(p, inputs, params, on_gpu ? Backend::cuda : host_backend());
   }
 };
 
