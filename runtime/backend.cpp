@@ -5,7 +5,6 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 
 #include "backends/cpu/plan_runner.hpp"
 #include "backends/cuda/kernel_table.hpp"
@@ -41,9 +40,15 @@ void set_kernel(const Primitive& p, Backend backend, Kernel kernel) {
 }
 
 void ensure_kernel_table(Backend backend) {
-  static std::once_flag emulated, device;
-  if (backend == Backend::cuda_emulated) std::call_once(emulated, &cuda::install_emulated_kernels);
-  else if (backend == Backend::cuda) std::call_once(device, &cuda::install_cuda_kernels);
+  // Function-local statics (thread-safe, once): std::call_once needs emulated TLS symbols that
+  // clang-repl (notebooks) cannot resolve.
+  if (backend == Backend::cuda_emulated) {
+    static const bool emulated = (cuda::install_emulated_kernels(), true);
+    (void)emulated;
+  } else if (backend == Backend::cuda) {
+    static const bool device = (cuda::install_cuda_kernels(), true);
+    (void)device;
+  }
 }
 
 const PlanRunner& plan_runner(Backend backend) {
