@@ -54,7 +54,8 @@ status=0
 if ! (cd build-gpu && FLUXION_TEST_DEVICE=cuda ctest -R cuda -V --timeout 240) > "$out/ctest.log" 2>&1; then
   status=1
 fi
-grep -E "^ *[0-9]+/[0-9]+ Test +#|tests passed|tests failed" "$out/ctest.log" | sed 's/^/   /' | tee -a "$out/summary.txt"
+grep -E "^ *[0-9]+/[0-9]+ Test +#|tests passed, |^\s+[0-9]+ - .*\(" "$out/ctest.log" | sed 's/^\s*/   /' |
+  tee -a "$out/summary.txt"
 # The test executables' own lines: what ran on the GPU, what was skipped and why.
 grep -hE "SKIPPED|\[cuda\]|\[cuda_emulated\]|CUDA device" "$out/ctest.log" | sort -u | head -20 | sed 's/^/     /' |
   tee -a "$out/summary.txt"
