@@ -59,11 +59,13 @@ bool peer_access(int from, int to) {
   return k == 1;
 }
 
-// Makes `waiter` wait for the work queued so far on `producer` (no host wait).
-void stream_wait(cudaStream_t waiter, cudaStream_t producer) {
+// Makes `waiter` wait for the work queued so far on the stream of device `producer` (no host
+// wait). The event belongs to the producer's device; a stream of any device may wait for it.
+void stream_wait(cudaStream_t waiter, const DeviceContext& producer) {
+  DeviceScope scope(producer.device);
   cudaEvent_t event = nullptr;
   check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "device_put", "cudaEventCreateWithFlags");
-  cudaError_t e = cudaEventRecord(event, producer);
+  cudaError_t e = cudaEventRecord(event, producer.stream);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(waiter, event, 0);
   cudaEventDestroy(event);  // released once the recorded work completes
   check(e, "device_put", "cudaEventRecord/cudaStreamWaitEvent");
@@ -78,9 +80,9 @@ void copy_between_devices(void* dst, int dst_index, const void* src, int src_ind
   DeviceContext& d = context(dst_index);
   if (peer_access(src_index, dst_index) && peer_access(dst_index, src_index)) {
     DeviceScope scope(dst_index);
-    stream_wait(d.stream, s.stream);
+    stream_wait(d.stream, s);
     check(cudaMemcpyPeerAsync(dst, dst_index, src, src_index, n, d.stream), "device_put", "cudaMemcpyPeerAsync");
-    stream_wait(s.stream, d.stream);
+    stream_wait(s.stream, d);
     return;
   }
   std::vector<unsigned char> staging(n);
