@@ -6,13 +6,16 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include <cmath>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
+#include <vector>
 
 #include "runtime/backend.hpp"
 
@@ -221,4 +224,47 @@ TEST_CASE("cuda: an allocation larger than the GPU is an OutOfMemoryError saying
   CHECK(what.find(" bytes there, ") != std::string::npos);
   // The device is still usable afterwards.
   CHECK(gpu(fx::tensor({1.0, 2.0})).to_vector<double>() == std::vector<double>{1.0, 2.0});
+}
+
+TEST_CASE("cuda: contexts are made once under concurrent first use, and each thread reads its own values") {
+  if (skip_without_gpu("concurrent first use of a device")) return;
+  const int threads = 8;
+  std::vector<std::vector<double>> got(threads);
+  std::vector<std::string> errors(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([t, &got, &errors] {
+      try {
+        const int device = t % fx::cuda::device_count();
+        fx::Tensor g = fx::device_put(fx::full({64}, double(t)), fx::Device::cuda(device));
+        got[size_t(t)] = g.to_vector<double>();
+      } catch (const std::exception& e) { errors[size_t(t)] = e.what(); }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) {
+    CAPTURE(t);
+    CHECK(errors[size_t(t)] == "");
+    CHECK(got[size_t(t)] == std::vector<double>(64, double(t)));
+  }
+}
+
+TEST_CASE("cuda: an eager chain on device tensors equals the CPU (kernels, streams, host reads together)") {
+  if (skip_without_gpu("an eager chain on the GPU")) return;
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    CAPTURE(dt);
+    fx::Tensor x = fx::reshape(fx::linspace(-2.0, 3.0, 6 * 50, dt), {6, 50});
+    auto chain = [](const fx::Tensor& v) { return fx::sum(fx::sin(v) * v + v, {1}); };
+    fx::Tensor want = chain(x), got;
+    try {
+      got = chain(gpu(x));
+    } catch (const fx::NotImplementedError& e) {
+      std::cout << "test_cuda: SKIPPED the eager chain on the GPU: " << e.what() << "\n";
+      return;
+    }
+    CHECK(got.device() == fx::Device::cuda(0));
+    std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+    REQUIRE(g.size() == w.size());
+    const double tol = dt == fx::f32 ? 1e-5 : 1e-12;
+    for (size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g[i] - w[i]) <= tol * (1 + std::abs(w[i])));
+  }
 }
