@@ -2,7 +2,6 @@
 #pragma once
 #include <cstdint>
 #include <string>
-
 #include <type_traits>
 
 #include "fluxion/device.hpp"
