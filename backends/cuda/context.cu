@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "fluxion/cuda.hpp"
 #include "fluxion/errors.hpp"
@@ -57,7 +58,7 @@ DeviceContext* make_context(int index) {
   if (!pools)
     fluxion::detail::fail<DeviceError>("cuda", "cuda:", index, " does not support stream-ordered memory pools, ",
                                        "which Fluxion's allocator needs. Update the driver (CUDA 11.2 or newer).");
-  auto* c = new DeviceContext();
+  auto c = std::make_unique<DeviceContext>();  // released to the registry once complete
   c->device = index;
   check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cuda", "cudaStreamCreateWithFlags");
   cudaMemPoolProps props;
@@ -71,7 +72,7 @@ DeviceContext* make_context(int index) {
   uint64_t threshold = static_cast<uint64_t>(c->release_threshold);
   check(cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cuda",
         "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
-  return c;
+  return c.release();
 }
 
 }  // namespace context_detail
