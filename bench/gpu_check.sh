@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The GPU check of the CUDA backend (issue 30), one script for a lent GPU machine: it builds the
-# library and the CUDA tests with the CUDA backend on, runs them with FLUXION_TEST_DEVICE=cuda (on
-# the GPU when there is one; without one the CUDA tests that need it skip with their reason and
-# the host-side ones, such as the cuBLAS argument mapping, still run), and prints one summary.
-# Logs go under $OUT when it is set (the device tool brings them back), else build-gpu/logs.
-#   bash bench/gpu_check.sh            # about 5 minutes of build on 16 cores
-# What runs on the GPU today: device discovery, memory and copies (tests/test_cuda.cpp). The
-# kernels, cuBLAS products and jit plans of issue 30 join this script as they land; their
-# benchmarks then run after the tests.
+# library, the CUDA tests and the GPU benchmark with the CUDA backend on (build-gpu/), runs
+# `ctest -R cuda` with FLUXION_TEST_DEVICE=cuda (the rule suite on the GPU against the CPU
+# reference; without a GPU the cases that need one skip with their reason and the host-side ones
+# -- the emulated kernels, the cuBLAS argument mapping, the allocator policy -- still run), then
+# bench/gpu_bench.cpp (copy bandwidth, elementwise chain, dot_general against raw cuBLAS, small-call
+# latency; it prints why it skips without a GPU), and prints one summary. It must finish in under
+# 7 minutes on one H100/H200 (16 cores). Logs go under $OUT when it is set (the device tool brings
+# them back), else build-gpu/logs.
+#   bash bench/gpu_check.sh
+# Set CUDA_ARCHS (e.g. CUDA_ARCHS=90) to compile device code for fewer architectures.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-build-gpu/logs}
@@ -22,18 +24,24 @@ if command -v nvidia-smi > /dev/null; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee "$out/nvidia-smi.txt" |
     sed 's/^/   gpu: /' | tee -a "$out/summary.txt"
 else
-  summary "   no nvidia-smi: no GPU driver on this machine (the GPU tests will skip)"
+  summary "   no nvidia-smi: no GPU driver on this machine (the GPU tests and benchmarks will skip)"
 fi
-nvcc --version 2>&1 | tail -1 | sed 's/^/   nvcc: /' | tee -a "$out/summary.txt"
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc_bin" --version 2>&1 | tail -1 | sed 's/^/   nvcc: /' | tee -a "$out/summary.txt"
 
 summary "== build (FLUXION_CUDA=ON, Release)"
+arch_flag=()
+if [[ -n "${CUDA_ARCHS:-}" ]]; then arch_flag=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"); fi
 if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFLUXION_CUDA=ON -DFLUXION_BUILD_TESTS=ON \
-  -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_BUILD_EXAMPLES=OFF > "$out/configure.log" 2>&1; then
+  -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_BUILD_EXAMPLES=OFF -DCMAKE_CUDA_COMPILER="$nvcc_bin" \
+  "${arch_flag[@]}" > "$out/configure.log" 2>&1; then
   summary "   configure FAILED: see $out/configure.log"
   tail -20 "$out/configure.log"
   exit 1
 fi
-targets=(test_cuda test_cuda_gemm_mapping)
+# Every test whose name says cuda (what `ctest -R cuda` runs), and the benchmark.
+mapfile -t tests < <(cd tests && ls test_*cuda*.cpp | sed 's/\.cpp$//')
+targets=("${tests[@]}" gpu_bench)
 if ! cmake --build build-gpu -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; then
   summary "   build FAILED: see $out/build.log"
   grep -m 20 -E "error" "$out/build.log"
@@ -41,16 +49,24 @@ if ! cmake --build build-gpu -j"$jobs" --target "${targets[@]}" > "$out/build.lo
 fi
 summary "   built ${targets[*]} in $(($(date +%s) - start)) s"
 
-summary "== tests (FLUXION_TEST_DEVICE=cuda)"
+summary "== ctest -R cuda (FLUXION_TEST_DEVICE=cuda)"
 status=0
-for t in "${targets[@]}"; do
-  if FLUXION_TEST_DEVICE=cuda "build-gpu/tests/$t" > "$out/$t.log" 2>&1; then
-    summary "   $t: $(grep -E 'test cases:' "$out/$t.log" | tail -1 | tr -s ' ')"
-  else
-    status=1
-    summary "   $t FAILED: $(grep -E 'test cases:' "$out/$t.log" | tail -1 | tr -s ' ') (see $out/$t.log)"
-  fi
-  grep -hE "skipp|\[cuda\]|\[cuBLAS" "$out/$t.log" | head -5 | sed 's/^/     /' | tee -a "$out/summary.txt"
-done
+if ! (cd build-gpu && FLUXION_TEST_DEVICE=cuda ctest -R cuda -V --timeout 240) > "$out/ctest.log" 2>&1; then
+  status=1
+fi
+grep -E "^ *[0-9]+/[0-9]+ Test +#|tests passed, |^\s+[0-9]+ - .*\(" "$out/ctest.log" | sed 's/^\s*/   /' |
+  tee -a "$out/summary.txt"
+# The test executables' own lines: what ran on the GPU, what was skipped and why.
+grep -hE "SKIPPED|\[cuda\]|\[cuda_emulated\]|CUDA device" "$out/ctest.log" | sort -u | head -20 | sed 's/^/     /' |
+  tee -a "$out/summary.txt"
+
+summary "== gpu_bench"
+if build-gpu/bench/gpu_bench > "$out/gpu_bench.log" 2>&1; then
+  sed 's/^/   /' "$out/gpu_bench.log" | tee -a "$out/summary.txt"
+else
+  status=1
+  summary "   gpu_bench FAILED (see $out/gpu_bench.log):"
+  tail -5 "$out/gpu_bench.log" | sed 's/^/   /' | tee -a "$out/summary.txt"
+fi
 summary "== done in $(($(date +%s) - start)) s, status $status"
 exit $status

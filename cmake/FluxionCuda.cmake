@@ -19,8 +19,10 @@ endif()
 
 if(FLUXION_WITH_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    # Turing and up through PTX; native code for Hopper (H100/H200).
-    set(CMAKE_CUDA_ARCHITECTURES 75 90)
+    # Native code for Ampere (sm_80: A100; also runs on sm_86/sm_89 desktop and L40 GPUs) and
+    # Hopper (sm_90: H100/H200), plus compute_90 PTX that the driver compiles for newer GPUs
+    # (Blackwell). Override with -DCMAKE_CUDA_ARCHITECTURES=native (or a list) for faster builds.
+    set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
   endif()
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)

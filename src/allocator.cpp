@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "fluxion/cuda.hpp"
 #include "fluxion/errors.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -236,5 +237,8 @@ Stats stats() {
 }  // namespace fluxion::cpu_memory
 
 namespace fluxion {
-int64_t release_cached_memory() { return static_cast<int64_t>(cpu_memory::release_cached()); }
+// The CPU cache, then every CUDA device's pool (nothing without CUDA).
+int64_t release_cached_memory() {
+  return static_cast<int64_t>(cpu_memory::release_cached()) + cuda::memory::release_cached();
+}
 }  // namespace fluxion

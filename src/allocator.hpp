@@ -1,4 +1,4 @@
-/// CPU memory for tensor buffers (internal): 64-byte aligned blocks from a size-bucketed cache.
+/// Memory for tensor buffers (internal). CPU: 64-byte aligned blocks from a size-bucketed cache.
 ///
 /// Freed blocks are kept per size class and handed out again, so chains of eager ops neither
 /// return large blocks to the OS (and page-fault them back) nor take glibc's slow memalign path
@@ -11,6 +11,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+
+#include "fluxion/device.hpp"
+#include "fluxion/errors.hpp"
 
 namespace fluxion::cpu_memory {
 
@@ -39,3 +43,48 @@ Stats stats();
 void reset_peak();
 
 }  // namespace fluxion::cpu_memory
+
+namespace fluxion::device_memory {
+
+/// The cap of a device's cache in bytes: FLUXION_ALLOCATOR_CACHE_BYTES when it is a plain number
+/// (one setting for the CPU and the GPU caches), else `fallback`.
+inline int64_t cache_limit(int64_t fallback) {
+  const char* env = std::getenv("FLUXION_ALLOCATOR_CACHE_BYTES");
+  if (!env || !*env) return fallback;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (end == env || *end != '\0' || v > static_cast<unsigned long long>(INT64_MAX)) return fallback;
+  return static_cast<int64_t>(v);
+}
+
+/// The outcome of one attempt at a device allocation. Failures other than out-of-memory are
+/// thrown by the attempt itself (a DeviceError naming the CUDA call).
+enum class Attempt { ok, out_of_memory };
+
+/// What the device's allocator holds: `held` bytes reserved from the device (live tensors and the
+/// cache), `live` of them in tensors not yet freed.
+struct Held {
+  int64_t held = 0;
+  int64_t live = 0;
+};
+
+/// The out-of-memory policy of the CUDA allocator, host code so that a CPU test drives it with
+/// fakes (tests/test_cuda_allocator_policy.cpp). `try_allocate()` makes one attempt; when the
+/// device is out of memory, `release()` gives the cache back to the device (after the pending
+/// stream-ordered frees completed) and one more attempt is made; when that fails too, the result is
+/// an OutOfMemoryError naming the bytes asked for and those still held (`held()`, after release).
+template <class TryAllocate, class Release, class HeldBytes>
+void allocate_or_throw(Device device, int64_t nbytes, TryAllocate&& try_allocate, Release&& release, HeldBytes&& held) {
+  if (try_allocate() == Attempt::ok) return;
+  release();
+  if (try_allocate() == Attempt::ok) return;
+  const Held h = held();
+  detail::fail<OutOfMemoryError>("cuda", "could not allocate ", nbytes, " bytes on ", device,
+                                 ": the device is out of memory even after Fluxion released its cache; Fluxion "
+                                 "holds ",
+                                 h.held, " bytes there, ", h.live,
+                                 " of them in live tensors. Free tensors you no longer need, reduce the sizes, "
+                                 "or leave more of the GPU to Fluxion (other processes may hold memory).");
+}
+
+}  // namespace fluxion::device_memory

@@ -18,6 +18,11 @@ std::string unavailable_reason() {
          "the CUDA toolkit and link fluxion::fluxion or fluxion::cuda)";
 }
 
+void synchronize(int index) {
+  fluxion::detail::fail<DeviceError>("synchronize", "cannot use cuda:", index, ": ", unavailable_reason(),
+                                     ". Use fx::Device::cpu().");
+}
+
 namespace memory {
 
 void* allocate(int index, int64_t) {
@@ -34,6 +39,13 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, int6
                                        ". Use fx::Device::cpu().");
   }
   if (nbytes > 0) std::memcpy(dst, src, static_cast<size_t>(nbytes));
+}
+
+int64_t release_cached() { return 0; }
+
+PoolStats stats(int index) {
+  fluxion::detail::fail<DeviceError>("cuda", "cannot use cuda:", index, ": ", unavailable_reason(),
+                                     ". Use fx::Device::cpu().");
 }
 
 }  // namespace memory

@@ -61,6 +61,7 @@ void fail_dtype_access(const Tensor& t, DType requested, const char* what) {
   fail<DTypeError>(what, "requested elements of type ", requested, " from a tensor of dtype ", t.dtype(),
                    ". Convert with fx::astype or use the matching C++ type.");
 }
+Tensor copy_to_host(const Tensor& t) { return device_put(t, Device::cpu()); }
 }  // namespace detail
 
 Tensor empty(const AbstractValue& aval, Device device) {
@@ -309,9 +310,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     const auto& tr = static_cast<const TracerImpl&>(*t.impl());
     return os << "Traced<" << t.aval() << ">with<" << tr.owner()->transform << ">";
   }
+  // Device values are printed from a host copy: device memory is never read on the host.
+  const Tensor host = t.device().is_cpu() ? t : detail::copy_to_host(t);
   dispatch_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* data = static_cast<const T*>(t.array().data());
+    const T* data = static_cast<const T*>(host.array().data());
     const auto& dims = t.shape().dims();
     int64_t n = t.size();
     bool summarize = n > 1000;

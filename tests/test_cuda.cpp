@@ -1,12 +1,23 @@
-// The CUDA device API: availability, DeviceError messages that say why, and device_put round
-// trips. Passes on machines without a GPU (the round trip prints that it was skipped and why).
+// The CUDA device API: availability, DeviceError messages that say why, device_put round trips
+// (pytrees too), eager use of device tensors (printing, item, to_vector, products against the CPU),
+// mixed devices, and the device memory pool. Passes on machines without a GPU (the GPU cases
+// print that they were skipped and why).
 #include <doctest/doctest.h>
 
 #include <fluxion/fluxion.hpp>
 
+#include <cmath>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "runtime/backend.hpp"
 
 namespace fx = fluxion;
 
@@ -18,6 +29,15 @@ std::string device_error_of(const std::function<void()>& f) {
   } catch (const fx::DeviceError& e) { return e.what(); }
   return "(no DeviceError)";
 }
+
+// True (and prints why, naming the case) when there is no GPU to run `what` on.
+bool skip_without_gpu(const char* what) {
+  if (fx::cuda::is_available()) return false;
+  std::cout << "test_cuda: SKIPPED " << what << ": " << fx::cuda::unavailable_reason() << "\n";
+  return true;
+}
+
+fx::Tensor gpu(const fx::Tensor& x) { return fx::device_put(x, fx::Device::cuda(0)); }
 
 }  // namespace
 
@@ -77,4 +97,174 @@ TEST_CASE("cuda: device_put round trip through the GPU") {
   int n = fx::cuda::device_count();
   std::string bad = device_error_of([n] { fx::empty({fx::Shape{1}, fx::f32}, fx::Device::cuda(n)); });
   CHECK(bad.find("there is no device cuda:") != std::string::npos);
+}
+
+TEST_CASE("cuda: an op whose inputs live on different devices is a DeviceError naming both") {
+  // The check reads only the inputs' devices, before any kernel or allocation: a tracer that
+  // claims cuda:0 shows it on any machine.
+  fx::Tensor on_cpu = fx::tensor({1.0, 2.0});
+  auto tag = std::make_shared<fx::InterpreterTag>();
+  fx::Tensor claims_gpu(std::make_shared<fx::TracerImpl>(on_cpu.aval(), fx::Device::cuda(0), tag));
+  std::string what = device_error_of([&] {
+    fx::eval_primitive(*fx::find_primitive("add"), {on_cpu, claims_gpu}, fx::no_params(), fx::Backend::cpu);
+  });
+  CHECK(what == "[add] inputs live on different devices (cpu and cuda:0). Move them with fx::device_put first.");
+  if (skip_without_gpu("mixed devices with a real GPU tensor")) return;
+  std::string real = device_error_of([&] { (void)(on_cpu + gpu(on_cpu)); });
+  CHECK(real.find("inputs live on different devices (cpu and cuda:0)") != std::string::npos);
+}
+
+TEST_CASE("cuda: device_put moves pytrees leaf by leaf and keeps their static members") {
+  std::tuple<fx::Tensor, std::map<std::string, fx::Tensor>, int> tree{
+      fx::tensor({1.0, 2.0}), {{"w", fx::ones({2, 2}, fx::f32)}}, 7};
+  auto same = fx::device_put(tree, fx::Device::cpu());  // already there: no copies
+  CHECK(std::get<0>(same).impl() == std::get<0>(tree).impl());
+  CHECK(std::get<1>(same).at("w").impl() == std::get<1>(tree).at("w").impl());
+  CHECK(std::get<2>(same) == 7);
+  if (skip_without_gpu("device_put of a pytree to the GPU")) {
+    CHECK_THROWS_AS(fx::device_put(tree, fx::Device::cuda(0)), fx::DeviceError);
+    return;
+  }
+  auto on = fx::device_put(tree, fx::Device::cuda(0));
+  CHECK(std::get<0>(on).device() == fx::Device::cuda(0));
+  CHECK(std::get<1>(on).at("w").device() == fx::Device::cuda(0));
+  CHECK(std::get<2>(on) == 7);
+  auto back = fx::device_put(on, fx::Device::cpu());
+  CHECK(std::get<0>(back).to_vector<double>() == std::vector<double>{1.0, 2.0});
+  CHECK(std::get<1>(back).at("w").to_vector<float>() == std::vector<float>(4, 1.f));
+}
+
+TEST_CASE("cuda: device tensors print, and item / to_vector read them through a host copy") {
+  if (skip_without_gpu("reading device tensors on the host")) return;
+  fx::Tensor x = fx::tensor({{1.5, -2.0}, {0.25, 4.0}});
+  fx::Tensor g = gpu(x);
+  std::ostringstream on_cpu, on_gpu;
+  on_cpu << x;
+  on_gpu << g;
+  CHECK(on_gpu.str() == on_cpu.str());
+  CHECK(g.to_vector<double>() == x.to_vector<double>());
+  CHECK(g.to_vector<float>() == x.to_vector<float>());  // converted after the copy
+  CHECK(gpu(fx::scalar(3.5f)).item<double>() == 3.5);
+  CHECK(fx::reshape(g, {4}).to_vector<double>()[3] == 4.0);  // a view of a device buffer
+  CHECK_THROWS_AS(g.item<double>(), fx::ShapeError);
+  std::ostringstream empty;
+  empty << gpu(fx::zeros({0, 3}));
+  CHECK(empty.str() == "[]");
+}
+
+TEST_CASE("cuda: copies between devices and within one device keep the values") {
+  if (skip_without_gpu("copies between devices")) return;
+  fx::Tensor x = fx::arange(0, 4096, 1, fx::i64);
+  fx::Tensor g = gpu(x);
+  const int n = fx::cuda::device_count();
+  fx::Tensor last = fx::device_put(g, fx::Device::cuda(n - 1));
+  CHECK(last.device() == fx::Device::cuda(n - 1));
+  fx::Tensor round = fx::device_put(last, fx::Device::cuda(0));
+  CHECK(round.to_vector<int64_t>() == x.to_vector<int64_t>());
+  if (n < 2) std::cout << "test_cuda: one device: the copy between devices was the identity\n";
+}
+
+TEST_CASE("cuda: dot_general on the GPU (cuBLAS) equals the CPU, f32 and f64, every operand layout") {
+  if (skip_without_gpu("dot_general on the GPU")) return;
+  fx::runtime::ensure_kernel_table(fx::Backend::cuda);
+  const fx::Primitive* dot = fx::find_primitive("dot_general");
+  if (!dot || !dot->kernel(fx::Backend::cuda)) {
+    std::cout << "test_cuda: SKIPPED dot_general on the GPU: no cuda kernel filed for it yet\n";
+    return;
+  }
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    CAPTURE(dt);
+    fx::Tensor a = fx::reshape(fx::linspace(-1.0, 2.0, 2 * 5 * 3, dt), {2, 5, 3});
+    fx::Tensor b = fx::reshape(fx::linspace(0.5, -1.5, 2 * 3 * 4, dt), {2, 3, 4});
+    fx::Tensor bt = fx::transpose(b, {0, 2, 1});
+    const double tol = dt == fx::f32 ? 1e-5 : 1e-12;
+    auto check_same = [&](const fx::Tensor& got, const fx::Tensor& want) {
+      CHECK(got.device() == fx::Device::cuda(0));
+      CHECK(got.aval() == want.aval());
+      std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+      REQUIRE(g.size() == w.size());
+      for (size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g[i] - w[i]) <= tol * (1 + std::abs(w[i])));
+    };
+    check_same(fx::matmul(gpu(a), gpu(b)), fx::matmul(a, b));  // batched, both in place
+    check_same(fx::lax::dot_general(gpu(a), gpu(bt), {{2}, {2}}, {{0}, {0}}),
+               fx::lax::dot_general(a, bt, {{2}, {2}}, {{0}, {0}}));  // rhs read transposed
+    check_same(fx::lax::dot_general(gpu(a), gpu(a), {{1}, {1}}, {{0}, {0}}),
+               fx::lax::dot_general(a, a, {{1}, {1}}, {{0}, {0}}));  // lhs read transposed (Gram)
+    fx::Tensor z = fx::zeros({3, 0}, dt), w = fx::zeros({0, 2}, dt);
+    check_same(fx::matmul(gpu(z), gpu(w)), fx::zeros({3, 2}, dt));  // an empty sum is +0
+  }
+}
+
+TEST_CASE("cuda: the device pool caches freed buffers and release_cached_memory returns them") {
+  if (skip_without_gpu("the device memory pool")) return;
+  const int64_t bytes = int64_t(64) << 20;
+  {
+    fx::Tensor big = fx::empty({fx::Shape{bytes / 4}, fx::f32}, fx::Device::cuda(0));
+    fx::cuda::memory::PoolStats during = fx::cuda::memory::stats(0);
+    CHECK(during.live_bytes >= bytes);
+    CHECK(during.held_bytes >= during.live_bytes);
+  }  // freed in stream order: never blocks
+  fx::cuda::synchronize(0);
+  fx::cuda::memory::PoolStats after = fx::cuda::memory::stats(0);
+  CHECK(after.live_bytes < bytes);
+  CHECK(after.release_threshold >= 0);
+  CHECK(fx::release_cached_memory() >= 0);
+  CHECK(fx::cuda::memory::stats(0).held_bytes <= after.held_bytes);
+}
+
+TEST_CASE("cuda: an allocation larger than the GPU is an OutOfMemoryError saying what was asked and held") {
+  if (skip_without_gpu("device out of memory")) return;
+  const int64_t huge = int64_t(1) << 46;  // 64 TiB of f32 elements' bytes: more than any GPU
+  std::string what;
+  try {
+    fx::empty({fx::Shape{huge / 4}, fx::f32}, fx::Device::cuda(0));
+  } catch (const fx::OutOfMemoryError& e) { what = e.what(); }
+  CAPTURE(what);
+  CHECK(what.rfind("[cuda] could not allocate 70368744177664 bytes on cuda:0: ", 0) == 0);
+  CHECK(what.find(" bytes there, ") != std::string::npos);
+  // The device is still usable afterwards.
+  CHECK(gpu(fx::tensor({1.0, 2.0})).to_vector<double>() == std::vector<double>{1.0, 2.0});
+}
+
+TEST_CASE("cuda: contexts are made once under concurrent first use, and each thread reads its own values") {
+  if (skip_without_gpu("concurrent first use of a device")) return;
+  const int threads = 8;
+  std::vector<std::vector<double>> got(threads);
+  std::vector<std::string> errors(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([t, &got, &errors] {
+      try {
+        const int device = t % fx::cuda::device_count();
+        fx::Tensor g = fx::device_put(fx::full({64}, double(t)), fx::Device::cuda(device));
+        got[size_t(t)] = g.to_vector<double>();
+      } catch (const std::exception& e) { errors[size_t(t)] = e.what(); }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) {
+    CAPTURE(t);
+    CHECK(errors[size_t(t)] == "");
+    CHECK(got[size_t(t)] == std::vector<double>(64, double(t)));
+  }
+}
+
+TEST_CASE("cuda: an eager chain on device tensors equals the CPU (kernels, streams, host reads together)") {
+  if (skip_without_gpu("an eager chain on the GPU")) return;
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    CAPTURE(dt);
+    fx::Tensor x = fx::reshape(fx::linspace(-2.0, 3.0, 6 * 50, dt), {6, 50});
+    auto chain = [](const fx::Tensor& v) { return fx::sum(fx::sin(v) * v + v, {1}); };
+    fx::Tensor want = chain(x), got;
+    try {
+      got = chain(gpu(x));
+    } catch (const fx::NotImplementedError& e) {
+      std::cout << "test_cuda: SKIPPED the eager chain on the GPU: " << e.what() << "\n";
+      return;
+    }
+    CHECK(got.device() == fx::Device::cuda(0));
+    std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+    REQUIRE(g.size() == w.size());
+    const double tol = dt == fx::f32 ? 1e-5 : 1e-12;
+    for (size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g[i] - w[i]) <= tol * (1 + std::abs(w[i])));
+  }
 }

@@ -124,7 +124,8 @@ inline std::string to_html(const Tensor& t, const TableLimits& limits = {}) {
     os << "<pre>" << html_escape(plain_text(t)) << "</pre></div>";
     return os.str();
   }
-  const Tensor c = t.concrete("display");
+  Tensor c = t.concrete("display");
+  if (!c.device().is_cpu()) c = fluxion::detail::copy_to_host(c);  // never read device memory on the host
   const Shape& shape = c.shape();
   const int64_t cols = shape.size() == 0 ? 1 : shape[static_cast<int64_t>(shape.size()) - 1];
   const int64_t rows = cols == 0 ? 0 : c.size() / cols;

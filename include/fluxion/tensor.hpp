@@ -133,7 +133,8 @@ class Tensor {
 Tensor empty(const AbstractValue& aval, Device device = Device::cpu());
 /// A concrete array sharing `base`'s buffer with a new aval of the same byte size (reshape views).
 Tensor make_view(const Tensor& base, const AbstractValue& aval);
-/// Frees the CPU memory kept cached for reuse by freed tensor buffers; returns the bytes freed.
+/// Frees the memory kept cached for reuse by freed tensor buffers, on the CPU and on every CUDA
+/// device in use (after its pending work); returns the bytes freed.
 int64_t release_cached_memory();
 
 // ---- creation (concrete arrays; under tracing they become constants) ----
@@ -204,6 +205,8 @@ template <class To, class From> To convert_scalar(From v) {
   }
 }
 [[noreturn]] void fail_dtype_access(const Tensor& t, DType requested, const char* what);
+/// A copy on the CPU of the concrete device tensor `t` (reads of device values go through it).
+Tensor copy_to_host(const Tensor& t);
 inline void check_dtype_access(const Tensor& t, DType requested, const char* what) {
   if (t.dtype() != requested) fail_dtype_access(t, requested, what);
 }
@@ -220,6 +223,7 @@ template <class T> T* Tensor::mutable_data() const {
 
 template <class T> T Tensor::item() const {
   Tensor c = concrete("item");
+  if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   if (c.size() != 1)
     detail::fail<ShapeError>("item", "needs a tensor with exactly one element, got ", c.aval(),
                              ". Index or reduce it first.");
@@ -231,6 +235,7 @@ template <class T> T Tensor::item() const {
 
 template <class T> std::vector<T> Tensor::to_vector() const {
   Tensor c = concrete("to_vector");
+  if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   std::vector<T> out(static_cast<size_t>(c.size()));
   dispatch_dtype(c.dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
