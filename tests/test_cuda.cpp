@@ -108,7 +108,9 @@ TEST_CASE("cuda: an op whose inputs live on different devices is a DeviceError n
   std::string what = device_error_of([&] {
     fx::eval_primitive(*fx::find_primitive("add"), {on_cpu, claims_gpu}, fx::no_params(), fx::Backend::cpu);
   });
-  CHECK(what == "[add] inputs live on different devices (cpu and cuda:0). Move them with fx::device_put first.");
+  CHECK(what ==
+        "[add] inputs live on different devices (cpu and cuda:0): f64[2] is on cuda:0. Move them with "
+        "fx::device_put first (only rank-0 values follow the other inputs' device).");
   if (skip_without_gpu("mixed devices with a real GPU tensor")) return;
   std::string real = device_error_of([&] { (void)(on_cpu + gpu(on_cpu)); });
   CHECK(real.find("inputs live on different devices (cpu and cuda:0)") != std::string::npos);
@@ -267,4 +269,21 @@ TEST_CASE("cuda: an eager chain on device tensors equals the CPU (kernels, strea
     const double tol = dt == fx::f32 ? 1e-5 : 1e-12;
     for (size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g[i] - w[i]) <= tol * (1 + std::abs(w[i])));
   }
+}
+
+TEST_CASE("cuda: rank-0 CPU values follow the device, and transforms run unchanged on device tensors") {
+  if (skip_without_gpu("transforms of a function of device tensors")) return;
+  fx::Tensor x_cpu = fx::tensor({0.5, 1.0, 2.0});
+  fx::Tensor x = gpu(x_cpu);
+  fx::Tensor y = x * 2.0 + 1.0;  // the literals are rank-0 CPU tensors
+  CHECK(y.device() == fx::Device::cuda(0));
+  CHECK(fx::device_put(y, fx::Device::cpu()).to_vector<double>() == std::vector<double>{2.0, 3.0, 5.0});
+  auto f = [](const fx::Tensor& v) { return fx::sum(fx::sin(v) * v + fx::exp(v) / 3.0); };
+  fx::Tensor g = fx::grad(f)(x), g_cpu = fx::grad(f)(x_cpu);
+  CHECK(g.device() == fx::Device::cuda(0));
+  std::vector<double> got = fx::device_put(g, fx::Device::cpu()).to_vector<double>(), want = g_cpu.to_vector<double>();
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+  fx::Tensor batched = fx::vmap([&](const fx::Tensor& v) { return fx::grad(f)(v); })(gpu(fx::ones({4, 3})));
+  CHECK(batched.device() == fx::Device::cuda(0));
+  CHECK(batched.shape() == fx::Shape{4, 3});
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #endif
 
+#include "fluxion/cuda.hpp"
 #include "fluxion/interpreter.hpp"
 #include "fluxion/primitive.hpp"
 #include "runtime/backend.hpp"
@@ -35,8 +36,25 @@ class EvalInterpreter final : public Interpreter {
   EvalInterpreter() : Interpreter(Root{}) {}
   std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override {
     for (const Tensor& t : inputs) check_visible(t, p.name.c_str());
-    const bool on_gpu = !inputs.empty() && inputs[0].device().is_cuda();
-    return eval_primitive(p, inputs, params, on_gpu ? Backend::cuda : host_backend());
+    const Tensor* on_gpu = nullptr;
+    for (const Tensor& t : inputs)
+      if (t.device().is_cuda()) {
+        on_gpu = &t;
+        break;
+      }
+    if (!on_gpu) return eval_primitive(p, inputs, params, host_backend());
+    return eval_primitive(p, place_scalars(inputs, on_gpu->device()), params, Backend::cuda);
+  }
+
+ private:
+  // Rank-0 CPU values (literals such as the 2 in x * 2, and the constants derivative rules make)
+  // follow the op's device, like JAX's uncommitted scalars; a larger CPU tensor next to a device
+  // tensor stays put, and eval_primitive reports the mix as a DeviceError.
+  static std::vector<Tensor> place_scalars(const std::vector<Tensor>& inputs, Device device) {
+    std::vector<Tensor> placed = inputs;
+    for (Tensor& t : placed)
+      if (t.device() != device && t.device().is_cpu() && t.ndim() == 0) t = device_put(t, device);
+    return placed;
   }
 };
 
@@ -117,7 +135,9 @@ std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>
   for (const Tensor& t : inputs) {
     if (t.device() != device)
       detail::fail<DeviceError>(p.name.c_str(), "inputs live on different devices (", device, " and ", t.device(),
-                                "). Move them with fx::device_put first.");
+                                "): ", t.aval(), " is on ", t.device(),
+                                ". Move them with fx::device_put first (only rank-0 values follow the other "
+                                "inputs' device).");
     in_avals.push_back(t.aval());
   }
   std::vector<AbstractValue> out_avals = p.abstract_eval(in_avals, params);
