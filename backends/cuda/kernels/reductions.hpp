@@ -1,11 +1,243 @@
-/// The reductions kernels of the CUDA backend (per-index bodies and their launch wrappers).
+/// The reduction kernels of the CUDA backend: reduce_sum/max/min/prod over any set of axes,
+/// argmax/argmin and cumsum. One body index per output element (per line for cumsum) visits its
+/// reduced elements in row-major order, as the reference does (backends/reference/reduction.hpp):
+/// float sums start at -0 and an empty sum is +0, max/min let NaN stick, empty max/min/prod give
+/// the identity, argmax/argmin keep the first extremum and the first NaN, integers wrap.
+///
+/// Accumulators: the reference sums in long double and rounds once. Devices have no long double,
+/// so float sums are compensated sums in double (Neumaier), which round to the same value but for
+/// rare near-ties; products accumulate in double; integer sums and products in the unsigned type.
 #pragma once
+#include <limits>
+#include <type_traits>
+
 #include "backends/cuda/exec.hpp"
 #include "backends/cuda/kernels/common.hpp"
+#include "primitives/reduction.hpp"
 
 namespace fluxion::cuda {
+namespace reduction_kernels {
+
+using primitives::reduction_family::ArgParams;
+using primitives::reduction_family::CumsumParams;
+using primitives::reduction_family::ReduceParams;
+
+/// A float sum in double with Neumaier's compensation: `sum + comp` carries about twice double's
+/// precision. Starts at `start` (-0 for reductions, the IEEE identity; +0 for cumsum, as the
+/// reference). An infinite or NaN partial sum is returned as is (the compensation would be NaN).
+struct CompensatedSum {
+  double sum, comp = 0.0;
+  FLUXION_HD explicit CompensatedSum(double start) : sum(start) {}
+  FLUXION_HD void add(double x) {
+    const double t = sum + x;
+    const double big = sum < 0 ? -sum : sum, small = x < 0 ? -x : x;
+    comp += big >= small ? (sum - t) + x : (x - t) + sum;
+    sum = t;
+  }
+  /// The sum rounded once; a zero compensation leaves the sign of a zero sum alone.
+  FLUXION_HD double value() const { return (comp == 0.0 || sum - sum != 0.0) ? sum : sum + comp; }
+};
+
+/// The accumulators, one per reduction, for element type T: `Acc acc(identity)`, `acc.add(x)`,
+/// `acc.result()`. Float sums and products widen to double, integer ones wrap in the unsigned type.
+template <class T, bool = std::is_floating_point_v<T>> struct WideOf { using type = double; };
+template <class T> struct WideOf<T, false> { using type = std::make_unsigned_t<T>; };
+template <class T> using Wide = typename WideOf<T>::type;
+
+template <class T> struct SumAcc {
+  CompensatedSum f;
+  Wide<T> i = 0;
+  FLUXION_HD explicit SumAcc(T) : f(-0.0) {}
+  FLUXION_HD void add(T x) {
+    if constexpr (std::is_floating_point_v<T>) f.add(static_cast<double>(x));
+    else i = static_cast<Wide<T>>(i + static_cast<Wide<T>>(x));
+  }
+  FLUXION_HD T result() const {
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(f.value());
+    else return static_cast<T>(i);
+  }
+};
+
+template <class T> struct ProdAcc {
+  Wide<T> p = 1;
+  FLUXION_HD explicit ProdAcc(T) {}
+  FLUXION_HD void add(T x) { p = static_cast<Wide<T>>(p * static_cast<Wide<T>>(x)); }
+  FLUXION_HD T result() const { return static_cast<T>(p); }
+};
+
+/// max (IsMax) or min: starts at the identity; the first NaN sticks.
+template <class T, bool IsMax> struct ChooseAcc {
+  T best;
+  FLUXION_HD explicit ChooseAcc(T identity) : best(identity) {}
+  FLUXION_HD void add(T x) {
+    if (best != best) return;
+    if (x != x || (IsMax ? best < x : x < best)) best = x;
+  }
+  FLUXION_HD T result() const { return best; }
+};
+template <class T> using MaxAcc = ChooseAcc<T, true>;
+template <class T> using MinAcc = ChooseAcc<T, false>;
+
+/// Where a reduction reads: output index o starts at kept.offset(o), and its r-th reduced element
+/// (row-major over the reduced axes) is reduced.offset(r) further.
+struct ReduceIndex {
+  StridedIndex kept, reduced;
+  fx_index count = 0;  // reduced elements per output
+};
+
+inline ReduceIndex make_reduce_index(const char* op, const std::vector<int64_t>& shape,
+                                     const std::vector<int64_t>& axes) {
+  const std::vector<int64_t> stride = row_major_strides(shape);
+  std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+  ReduceIndex r;
+  r.count = 1;
+  for (size_t d = 0, a = 0; d < shape.size(); ++d) {
+    const bool reduced = a < axes.size() && axes[a] == static_cast<int64_t>(d);
+    (reduced ? red_dims : kept_dims).push_back(shape[d]);
+    (reduced ? red_strides : kept_strides).push_back(stride[d]);
+    if (reduced) ++a, r.count *= shape[d];
+  }
+  r.kept = make_strided_index(op, kept_dims, kept_strides);
+  r.reduced = make_strided_index(op, red_dims, red_strides);
+  return r;
+}
+
+/// out[o] = the reduction of o's elements with accumulator Acc (`identity` when there are none).
+template <class T, template <class> class Acc> struct ReduceBody {
+  const T* in;
+  T* out;
+  ReduceIndex ix;
+  T identity;
+  FLUXION_HD void operator()(fx_index o) const {
+    if (ix.count == 0) {
+      out[o] = identity;
+      return;
+    }
+    const fx_index base = ix.kept.offset(o);
+    Acc<T> acc(identity);
+    for (fx_index r = 0; r < ix.count; ++r) acc.add(in[base + ix.reduced.offset(r)]);
+    out[o] = acc.result();
+  }
+};
+
+/// The identity of each reduction (the result of reducing nothing), computed on the host.
+template <template <class> class Acc, class T> T identity_of() {
+  if constexpr (std::is_same_v<Acc<T>, ProdAcc<T>>) return T(1);
+  else if constexpr (std::is_same_v<Acc<T>, MaxAcc<T>>)
+    return std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  else if constexpr (std::is_same_v<Acc<T>, MinAcc<T>>)
+    return std::is_floating_point_v<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  else return T(0);
+}
+
+template <class Exec, template <class> class Acc>
+void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& axes = params.as<ReduceParams>().axes;
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {  // the shape rule takes numbers only
+      const ReduceIndex ix = make_reduce_index("reduce", in[0].shape().dims(), axes);
+      Exec::for_each(out[0].size(),
+                     ReduceBody<T, Acc>{in[0].data<T>(), out[0].mutable_data<T>(), ix, identity_of<Acc, T>()});
+    }
+  });
+}
+
+/// Index along the axis of the first maximum (IsMax) or minimum of o's line; NaN is the extremum
+/// and the first NaN wins (the reference's rule). The axis is never empty (shape rule).
+template <class T, class I, bool IsMax> struct ArgBody {
+  const T* in;
+  I* out;
+  StridedIndex kept;
+  fx_index n, step;
+  FLUXION_HD void operator()(fx_index o) const {
+    const T* line = in + kept.offset(o);
+    fx_index best = 0;
+    for (fx_index j = 0; j < n; ++j) {
+      const T x = line[j * step];
+      if (x != x) {
+        best = j;
+        break;
+      }
+      const T b = line[best * step];
+      if (IsMax ? b < x : x < b) best = j;
+    }
+    out[o] = static_cast<I>(best);
+  }
+};
+
+template <class Exec, bool IsMax>
+void arg_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<ArgParams>();
+  const ReduceIndex ix = make_reduce_index(IsMax ? "argmax" : "argmin", in[0].shape().dims(), p.axes);
+  const fx_index step = row_major_strides(in[0].shape().dims())[static_cast<size_t>(p.axes[0])];
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* x = in[0].data<T>();
+      if (p.index_dtype == i32)
+        Exec::for_each(out[0].size(),
+                       ArgBody<T, int32_t, IsMax>{x, out[0].mutable_data<int32_t>(), ix.kept, ix.count, step});
+      else
+        Exec::for_each(out[0].size(),
+                       ArgBody<T, int64_t, IsMax>{x, out[0].mutable_data<int64_t>(), ix.kept, ix.count, step});
+    }
+  });
+}
+
+/// One line of the cumsum per index: line l = (outer, inner) starts at outer * n * inner + inner
+/// and steps by `inner`. The running sum in index order (from the end when `reverse`) rounds to
+/// what the reference's from-scratch prefix sums give; it starts at +0 like the reference's.
+template <class T> struct CumsumBody {
+  const T* in;
+  T* out;
+  fx_index n, inner;
+  bool reverse;
+  FLUXION_HD void operator()(fx_index l) const {
+    const fx_index base = (l / inner) * n * inner + l % inner;
+    CompensatedSum f(0.0);
+    Wide<T> acc = 0;
+    for (fx_index s = 0; s < n; ++s) {
+      const fx_index at = base + (reverse ? n - 1 - s : s) * inner;
+      if constexpr (std::is_floating_point_v<T>) {
+        f.add(static_cast<double>(in[at]));
+        out[at] = static_cast<T>(f.value());
+      } else {
+        acc = static_cast<Wide<T>>(acc + static_cast<Wide<T>>(in[at]));
+        out[at] = static_cast<T>(acc);
+      }
+    }
+  }
+};
+
+template <class Exec>
+void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<CumsumParams>();
+  const std::vector<int64_t>& shape = in[0].shape().dims();
+  const fx_index n = shape[static_cast<size_t>(p.axis)];
+  fx_index inner = 1;
+  for (size_t d = static_cast<size_t>(p.axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  if (n == 0 || inner == 0) return;  // nothing to write
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>)
+      Exec::for_each(in[0].size() / n, CumsumBody<T>{in[0].data<T>(), out[0].mutable_data<T>(), n, inner, p.reverse});
+  });
+}
+
+}  // namespace reduction_kernels
 
 /// Files this family's kernels under Exec::backend.
-template <class Exec> void install_reduction_kernels() {}
+template <class Exec> void install_reduction_kernels() {
+  using namespace primitives::reduction_family;
+  using namespace reduction_kernels;
+  runtime::set_kernel(reduce_sum_p(), Exec::backend, &reduce_kernel<Exec, SumAcc>);
+  runtime::set_kernel(reduce_prod_p(), Exec::backend, &reduce_kernel<Exec, ProdAcc>);
+  runtime::set_kernel(reduce_max_p(), Exec::backend, &reduce_kernel<Exec, MaxAcc>);
+  runtime::set_kernel(reduce_min_p(), Exec::backend, &reduce_kernel<Exec, MinAcc>);
+  runtime::set_kernel(argmax_p(), Exec::backend, &arg_kernel<Exec, true>);
+  runtime::set_kernel(argmin_p(), Exec::backend, &arg_kernel<Exec, false>);
+  runtime::set_kernel(cumsum_p(), Exec::backend, &cumsum_kernel<Exec>);
+}
 
 }  // namespace fluxion::cuda
