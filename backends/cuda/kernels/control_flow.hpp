@@ -198,7 +198,8 @@ void checkpoint_kernel(const std::vector<Tensor>& in, const Params& params, std:
 
 }  // namespace control_flow_kernels
 
-/// Files this family's kernels under Exec::backend.
+/// Files this family's kernels under Exec::backend. cond, while, scan and checkpoint are filed
+/// with cond_kernel & co. once their params structs leave their .cpp files for a header.
 template <class Exec> void install_control_flow_kernels() {
   using control_flow_kernels::call_kernel;
   runtime::set_kernel(jit_call_p(), Exec::backend, &call_kernel<Exec, &jit_call_p>);
