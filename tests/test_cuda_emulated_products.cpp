@@ -137,6 +137,23 @@ TEST_CASE("cuda_emulated reductions: any axes, empty ones, NaN, signed zeros, in
     check_same(reduce_sum_p(), {c}, ReduceParams({0}));
     check_same(cumsum_p(), {c}, CumsumParams(0, true));
   }
+  // Long reductions run in chunks merged in order (more than kReduceChunk elements per output).
+  for (fx::DType dt : {fx::f32, fx::f64, fx::i32, fx::i64}) {
+    CAPTURE(dt);
+    const fx::Tensor x = grid({3, 5000, 2}, dt, 23);
+    for (const Dims& axes : std::vector<Dims>{{1}, {0, 1}, {0, 1, 2}})
+      for (const fx::Primitive* p : {&reduce_sum_p(), &reduce_max_p(), &reduce_min_p(), &reduce_prod_p()})
+        check_same(*p, {x}, ReduceParams(axes));
+  }
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    std::vector<double> v(9000, -0.0);
+    check_same(reduce_sum_p(), {values(v, {9000}, dt)}, ReduceParams({0}));  // -0 through the merge
+    v[8500] = kNaN, v[100] = kInf, v[4100] = 1e16, v[4200] = 1, v[8999] = -1e16;
+    for (const fx::Primitive* p : {&reduce_sum_p(), &reduce_max_p(), &reduce_min_p()})
+      check_same(*p, {values(v, {9000}, dt)}, ReduceParams({0}));
+    v[8500] = 0, v[100] = 0;
+    check_same(reduce_sum_p(), {values(v, {9000}, dt)}, ReduceParams({0}));  // compensation across chunks
+  }
   // Integer sums and products wrap modulo 2^bits.
   const fx::Tensor w = values({2e9, 2e9, 2e9, 65536, 65536, 3}, {2, 3}, fx::i32);
   check_same(reduce_sum_p(), {w}, ReduceParams({1}));

@@ -34,12 +34,17 @@ struct CompensatedSum {
     comp += big >= small ? (sum - t) + x : (x - t) + sum;
     sum = t;
   }
+  /// Adds another partial sum (a chunk's): its sum compensated, its compensation as is.
+  FLUXION_HD void merge(const CompensatedSum& o) {
+    add(o.sum);
+    comp += o.comp;
+  }
   /// The sum rounded once; a zero compensation leaves the sign of a zero sum alone.
   FLUXION_HD double value() const { return (comp == 0.0 || sum - sum != 0.0) ? sum : sum + comp; }
 };
 
 /// The accumulators, one per reduction, for element type T: `Acc acc(identity)`, `acc.add(x)`,
-/// `acc.result()`. Float sums and products widen to double, integer ones wrap in the unsigned type.
+/// `acc.merge(partial)` (the accumulator of the elements that follow), `acc.result()`. Float sums and products widen to double, integer ones wrap in the unsigned type.
 template <class T, bool = std::is_floating_point_v<T>> struct WideOf { using type = double; };
 template <class T> struct WideOf<T, false> { using type = std::make_unsigned_t<T>; };
 template <class T> using Wide = typename WideOf<T>::type;
@@ -52,6 +57,10 @@ template <class T> struct SumAcc {
     if constexpr (std::is_floating_point_v<T>) f.add(static_cast<double>(x));
     else i = static_cast<Wide<T>>(i + static_cast<Wide<T>>(x));
   }
+  FLUXION_HD void merge(const SumAcc& o) {
+    f.merge(o.f);
+    i = static_cast<Wide<T>>(i + o.i);
+  }
   FLUXION_HD T result() const {
     if constexpr (std::is_floating_point_v<T>) return static_cast<T>(f.value());
     else return static_cast<T>(i);
@@ -62,6 +71,7 @@ template <class T> struct ProdAcc {
   Wide<T> p = 1;
   FLUXION_HD explicit ProdAcc(T) {}
   FLUXION_HD void add(T x) { p = static_cast<Wide<T>>(p * static_cast<Wide<T>>(x)); }
+  FLUXION_HD void merge(const ProdAcc& o) { p = static_cast<Wide<T>>(p * o.p); }
   FLUXION_HD T result() const { return static_cast<T>(p); }
 };
 
@@ -73,6 +83,7 @@ template <class T, bool IsMax> struct ChooseAcc {
     if (best != best) return;
     if (x != x || (IsMax ? best < x : x < best)) best = x;
   }
+  FLUXION_HD void merge(const ChooseAcc& o) { add(o.best); }
   FLUXION_HD T result() const { return best; }
 };
 template <class T> using MaxAcc = ChooseAcc<T, true>;
@@ -130,6 +141,59 @@ template <template <class> class Acc, class T> T identity_of() {
   else return T(0);
 }
 
+/// Reductions longer than this many elements per output are split into chunks of this size: one
+/// body index per (output, chunk) accumulates a partial, then one per output merges its partials
+/// in chunk order. A full reduction thus runs on many threads instead of one.
+inline constexpr fx_index kReduceChunk = 4096;
+
+/// partial[q] = the accumulator of chunk q % chunks of output q / chunks.
+template <class T, template <class> class Acc> struct ReduceChunkBody {
+  const T* in;
+  Acc<T>* partial;
+  ReduceIndex ix;
+  fx_index chunks;
+  T identity;
+  FLUXION_HD void operator()(fx_index q) const {
+    const fx_index o = q / chunks, first = (q % chunks) * kReduceChunk;
+    const fx_index last = first + kReduceChunk < ix.count ? first + kReduceChunk : ix.count;
+    const fx_index base = ix.kept.offset(o);
+    Acc<T> acc(identity);
+    for (fx_index r = first; r < last; ++r) acc.add(in[base + ix.reduced.offset(r)]);
+    partial[q] = acc;
+  }
+};
+
+/// out[o] = the merge of o's partials, in chunk order.
+template <class T, template <class> class Acc> struct MergeChunksBody {
+  const Acc<T>* partial;
+  T* out;
+  fx_index chunks;
+  FLUXION_HD void operator()(fx_index o) const {
+    Acc<T> acc = partial[o * chunks];
+    for (fx_index c = 1; c < chunks; ++c) acc.merge(partial[o * chunks + c]);
+    out[o] = acc.result();
+  }
+};
+
+/// Runs the reduction described by `ix` of `in` into `out` (out_n elements), chunked when long.
+template <class Exec, class T, template <class> class Acc>
+void run_reduction(const T* in, T* out, fx_index out_n, const ReduceIndex& ix, Device device) {
+  const T identity = identity_of<Acc, T>();
+  if (ix.count <= kReduceChunk) {
+    Exec::for_each(out_n, ReduceBody<T, Acc>{in, out, ix, identity});
+    return;
+  }
+  const fx_index chunks = (ix.count + kReduceChunk - 1) / kReduceChunk;
+  // Partials live in an i64 scratch tensor (8-byte aligned: every accumulator is made of 8-byte or
+  // smaller scalars).
+  static_assert(alignof(Acc<T>) <= alignof(int64_t), "accumulators fit an int64 array's alignment");
+  const fx_index words = (static_cast<fx_index>(sizeof(Acc<T>)) + 7) / 8;
+  Tensor scratch = fluxion::empty(AbstractValue{Shape{out_n * chunks * words}, i64}, device);
+  Acc<T>* partial = reinterpret_cast<Acc<T>*>(scratch.mutable_data<int64_t>());
+  Exec::for_each(out_n * chunks, ReduceChunkBody<T, Acc>{in, partial, ix, chunks, identity});
+  Exec::for_each(out_n, MergeChunksBody<T, Acc>{partial, out, chunks});
+}
+
 template <class Exec, template <class> class Acc>
 void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const auto& axes = params.as<ReduceParams>().axes;
@@ -137,8 +201,7 @@ void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {  // the shape rule takes numbers only
       const ReduceIndex ix = make_reduce_index("reduce", in[0].shape().dims(), axes);
-      Exec::for_each(out[0].size(),
-                     ReduceBody<T, Acc>{in[0].data<T>(), out[0].mutable_data<T>(), ix, identity_of<Acc, T>()});
+      run_reduction<Exec, T, Acc>(in[0].data<T>(), out[0].mutable_data<T>(), out[0].size(), ix, in[0].device());
     }
   });
 }
