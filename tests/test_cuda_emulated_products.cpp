@@ -145,6 +145,29 @@ TEST_CASE("cuda_emulated reductions: any axes, empty ones, NaN, signed zeros, in
       for (const fx::Primitive* p : {&reduce_sum_p(), &reduce_max_p(), &reduce_min_p(), &reduce_prod_p()})
         check_same(*p, {x}, ReduceParams(axes));
   }
+  // Long arg-reductions: chunk answers merged in order (ties across chunks, NaN in a later chunk).
+  for (fx::DType dt : {fx::f32, fx::f64, fx::i32}) {
+    CAPTURE(dt);
+    const fx::Tensor t = values(std::vector<double>(2 * 9000, 1.0), {2, 9000}, dt);
+    for (int64_t axis : {0, 1}) {
+      check_same(argmax_p(), {t}, ArgParams({axis}, fx::i64));
+      check_same(argmin_p(), {t}, ArgParams({axis}, fx::i32));
+    }
+    const fx::Tensor g = grid({3, 9000}, dt, 24);
+    for (const fx::Primitive* p : {&argmax_p(), &argmin_p()}) {
+      check_same(*p, {g}, ArgParams({1}, fx::i64));
+      check_same(*p, {fx::lax::transpose(g, {1, 0})}, ArgParams({0}, fx::i32));
+    }
+  }
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    std::vector<double> v(9000, 0.5);
+    v[5000] = 3, v[8200] = 3, v[100] = -3, v[4300] = -3;
+    check_same(argmax_p(), {values(v, {9000}, dt)}, ArgParams({0}, fx::i32));  // the first 3, in chunk 2
+    check_same(argmin_p(), {values(v, {9000}, dt)}, ArgParams({0}, fx::i32));  // the first -3, in chunk 1
+    v[8300] = kNaN, v[8301] = kNaN;
+    check_same(argmax_p(), {values(v, {9000}, dt)}, ArgParams({0}, fx::i32));  // the first NaN, in chunk 3
+    check_same(argmin_p(), {values(v, {9000}, dt)}, ArgParams({0}, fx::i64));
+  }
   for (fx::DType dt : {fx::f32, fx::f64}) {
     std::vector<double> v(9000, -0.0);
     check_same(reduce_sum_p(), {values(v, {9000}, dt)}, ReduceParams({0}));  // -0 through the merge

@@ -128,44 +128,98 @@ void reduce_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
   });
 }
 
-/// Index along the axis of the first maximum (IsMax) or minimum of o's line; NaN is the extremum
-/// and the first NaN wins (the reference's rule). The axis is never empty (shape rule).
+/// The reference's argmax (IsMax) / argmin rule over candidates candidate(0..count) (increasing
+/// indices j along the axis, count >= 1) of line[j * step]: the first extremum, except that the
+/// first NaN is the answer.
+template <class T, bool IsMax, class Candidate>
+FLUXION_HD fx_index first_extremum(const T* line, fx_index step, fx_index count, const Candidate& candidate) {
+  fx_index best = candidate(0);
+  for (fx_index t = 0; t < count; ++t) {
+    const fx_index j = candidate(t);
+    const T x = line[j * step];
+    if (x != x) return j;
+    const T b = line[best * step];
+    if (IsMax ? b < x : x < b) best = j;
+  }
+  return best;
+}
+
+struct RangeCandidates {  // first, first + 1, ...
+  fx_index first;
+  FLUXION_HD fx_index operator()(fx_index t) const { return first + t; }
+};
+struct ListCandidates {  // the chunks' answers, in chunk order
+  const fx_index* list;
+  FLUXION_HD fx_index operator()(fx_index t) const { return list[t]; }
+};
+
+/// out[o] = the arg-reduction of o's whole line (axis of n elements).
 template <class T, class I, bool IsMax> struct ArgBody {
   const T* in;
   I* out;
   StridedIndex kept;
   fx_index n, step;
   FLUXION_HD void operator()(fx_index o) const {
-    const T* line = in + kept.offset(o);
-    fx_index best = 0;
-    for (fx_index j = 0; j < n; ++j) {
-      const T x = line[j * step];
-      if (x != x) {
-        best = j;
-        break;
-      }
-      const T b = line[best * step];
-      if (IsMax ? b < x : x < b) best = j;
-    }
-    out[o] = static_cast<I>(best);
+    out[o] = static_cast<I>(first_extremum<T, IsMax>(in + kept.offset(o), step, n, RangeCandidates{0}));
   }
 };
+
+/// Lines longer than kReduceChunk: partial[q] = the answer of chunk q % chunks of line q / chunks.
+template <class T, bool IsMax> struct ArgChunkBody {
+  const T* in;
+  fx_index* partial;
+  StridedIndex kept;
+  fx_index n, step, chunks;
+  FLUXION_HD void operator()(fx_index q) const {
+    const fx_index o = q / chunks, first = (q % chunks) * kReduceChunk;
+    const fx_index count = n - first < kReduceChunk ? n - first : kReduceChunk;
+    partial[q] = first_extremum<T, IsMax>(in + kept.offset(o), step, count, RangeCandidates{first});
+  }
+};
+
+/// ...then out[o] = the same rule over o's chunk answers in chunk order: the first NaN is the first
+/// chunk answer that is NaN, and the first extremum is the first chunk answer that is one.
+template <class T, class I, bool IsMax> struct ArgMergeBody {
+  const T* in;
+  const fx_index* partial;
+  I* out;
+  StridedIndex kept;
+  fx_index step, chunks;
+  FLUXION_HD void operator()(fx_index o) const {
+    const ListCandidates answers{partial + o * chunks};
+    out[o] = static_cast<I>(first_extremum<T, IsMax>(in + kept.offset(o), step, chunks, answers));
+  }
+};
+
+template <class Exec, class T, class I, bool IsMax> void run_arg_reduction(const T* x, I* out, fx_index out_n,
+                                                                           const StridedIndex& kept, fx_index n,
+                                                                           fx_index step, Device device) {
+  if (n <= kReduceChunk) {
+    Exec::for_each(out_n, ArgBody<T, I, IsMax>{x, out, kept, n, step});
+    return;
+  }
+  const fx_index chunks = (n + kReduceChunk - 1) / kReduceChunk;
+  Tensor partial = fluxion::empty(AbstractValue{Shape{out_n * chunks}, i64}, device);
+  Exec::for_each(out_n * chunks, ArgChunkBody<T, IsMax>{x, partial.mutable_data<int64_t>(), kept, n, step, chunks});
+  Exec::for_each(out_n, ArgMergeBody<T, I, IsMax>{x, partial.data<int64_t>(), out, kept, step, chunks});
+}
 
 template <class Exec, bool IsMax>
 void arg_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const auto& p = params.as<ArgParams>();
   const ReduceIndex ix = make_reduce_index(IsMax ? "argmax" : "argmin", in[0].shape().dims(), p.axes);
   const fx_index step = row_major_strides(in[0].shape().dims())[static_cast<size_t>(p.axes[0])];
+  const Device device = in[0].device();
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       const T* x = in[0].data<T>();
       if (p.index_dtype == i32)
-        Exec::for_each(out[0].size(),
-                       ArgBody<T, int32_t, IsMax>{x, out[0].mutable_data<int32_t>(), ix.kept, ix.count, step});
+        run_arg_reduction<Exec, T, int32_t, IsMax>(x, out[0].mutable_data<int32_t>(), out[0].size(), ix.kept, ix.count,
+                                                   step, device);
       else
-        Exec::for_each(out[0].size(),
-                       ArgBody<T, int64_t, IsMax>{x, out[0].mutable_data<int64_t>(), ix.kept, ix.count, step});
+        run_arg_reduction<Exec, T, int64_t, IsMax>(x, out[0].mutable_data<int64_t>(), out[0].size(), ix.kept, ix.count,
+                                                   step, device);
     }
   });
 }
