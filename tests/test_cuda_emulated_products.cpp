@@ -159,6 +159,20 @@ TEST_CASE("cuda_emulated reductions: any axes, empty ones, NaN, signed zeros, in
       check_same(*p, {fx::lax::transpose(g, {1, 0})}, ArgParams({0}, fx::i32));
     }
   }
+  // Long cumsums: chunk totals, their prefixes, then each chunk from its prefix.
+  for (fx::DType dt : {fx::f32, fx::f64, fx::i32, fx::i64}) {
+    CAPTURE(dt);
+    const fx::Tensor g = grid({2, 9000}, dt, 25);
+    for (bool reverse : {false, true}) {
+      check_same(cumsum_p(), {g}, CumsumParams(1, reverse));
+      check_same(cumsum_p(), {fx::lax::transpose(g, {1, 0})}, CumsumParams(0, reverse));
+    }
+  }
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    std::vector<double> v(9000, 0.0);
+    v[10] = 1e16, v[5000] = 1, v[8500] = -1e16, v[8600] = kInf;  // cancellation across chunks, then inf
+    for (bool reverse : {false, true}) check_same(cumsum_p(), {values(v, {9000}, dt)}, CumsumParams(0, reverse));
+  }
   for (fx::DType dt : {fx::f32, fx::f64}) {
     std::vector<double> v(9000, 0.5);
     v[5000] = 3, v[8200] = 3, v[100] = -3, v[4300] = -3;

@@ -90,6 +90,7 @@ template <class T, template <class> class Acc> struct MergeChunksBody {
 /// Runs the reduction described by `ix` of `in` into `out` (out_n elements), chunked when long.
 template <class Exec, class T, template <class> class Acc>
 void run_reduction(const T* in, T* out, fx_index out_n, const ReduceIndex& ix, Device device) {
+  if (out_n == 0) return;
   const T identity = identity_of<Acc, T>();
 #if defined(__CUDACC__)
   // CUB merges in its own order: only for sums and products (see reductions_cub.cuh), and for rows
@@ -224,28 +225,92 @@ void arg_kernel(const std::vector<Tensor>& in, const Params& params, std::vector
   });
 }
 
-/// One line of the cumsum per index: line l = (outer, inner) starts at outer * n * inner + inner
-/// and steps by `inner`. The running sum in index order (from the end when `reverse`) rounds to
-/// what the reference's from-scratch prefix sums give; it starts at +0 like the reference's.
+/// cumsum's running sum: from +0 (the reference's start), compensated in double for floats (so
+/// prefixes round as the reference's from-scratch prefix sums in long double), wrapping for
+/// integers.
+template <class T> struct RunningSum {
+  CompensatedSum f{0.0};
+  Wide<T> i = 0;
+  FLUXION_HD void add(T x) {
+    if constexpr (std::is_floating_point_v<T>) f.add(static_cast<double>(x));
+    else i = static_cast<Wide<T>>(i + static_cast<Wide<T>>(x));
+  }
+  FLUXION_HD void merge(const RunningSum& o) {
+    f.merge(o.f);
+    i = static_cast<Wide<T>>(i + o.i);
+  }
+  FLUXION_HD T value() const {
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(f.value());
+    else return static_cast<T>(i);
+  }
+};
+
+/// Where cumsum's lines lie: line l = (outer, inner) starts at outer * n * inner + inner and steps
+/// by `inner`; its s-th element in scan order is index s, or n - 1 - s when `reverse`.
+struct CumsumLines {
+  fx_index n, inner;
+  bool reverse;
+  FLUXION_HD fx_index at(fx_index l, fx_index s) const {
+    return (l / inner) * n * inner + l % inner + (reverse ? n - 1 - s : s) * inner;
+  }
+};
+
+/// Scan positions [first, last) of line l from `sum` (the sum of the positions before first):
+/// writes each prefix when `out` is set, and returns the sum at `last`.
+template <class T> FLUXION_HD RunningSum<T> scan_range(const T* in, T* out, const CumsumLines& lines, fx_index l,
+                                                       fx_index first, fx_index last, RunningSum<T> sum) {
+  for (fx_index s = first; s < last; ++s) {
+    const fx_index at = lines.at(l, s);
+    sum.add(in[at]);
+    if (out) out[at] = sum.value();
+  }
+  return sum;
+}
+
+/// One body index per line (lines of at most kReduceChunk elements).
 template <class T> struct CumsumBody {
   const T* in;
   T* out;
-  fx_index n, inner;
-  bool reverse;
+  CumsumLines lines;
+  FLUXION_HD void operator()(fx_index l) const { scan_range(in, out, lines, l, 0, lines.n, RunningSum<T>{}); }
+};
+
+/// Longer lines, in three passes over chunks of kReduceChunk positions: each chunk's total, then
+/// per line the totals turned into exclusive prefixes (in chunk order), then each chunk scanned from
+/// its prefix.
+template <class T> struct CumsumChunkTotalBody {
+  const T* in;
+  RunningSum<T>* partial;
+  CumsumLines lines;
+  fx_index chunks;
+  FLUXION_HD void operator()(fx_index q) const {
+    const fx_index l = q / chunks, first = (q % chunks) * kReduceChunk;
+    const fx_index last = first + kReduceChunk < lines.n ? first + kReduceChunk : lines.n;
+    partial[q] = scan_range<T>(in, nullptr, lines, l, first, last, RunningSum<T>{});
+  }
+};
+template <class T> struct CumsumChunkPrefixBody {
+  RunningSum<T>* partial;
+  fx_index chunks;
   FLUXION_HD void operator()(fx_index l) const {
-    const fx_index base = (l / inner) * n * inner + l % inner;
-    CompensatedSum f(0.0);
-    Wide<T> acc = 0;
-    for (fx_index s = 0; s < n; ++s) {
-      const fx_index at = base + (reverse ? n - 1 - s : s) * inner;
-      if constexpr (std::is_floating_point_v<T>) {
-        f.add(static_cast<double>(in[at]));
-        out[at] = static_cast<T>(f.value());
-      } else {
-        acc = static_cast<Wide<T>>(acc + static_cast<Wide<T>>(in[at]));
-        out[at] = static_cast<T>(acc);
-      }
+    RunningSum<T> sum;
+    for (fx_index c = 0; c < chunks; ++c) {
+      const RunningSum<T> total = partial[l * chunks + c];
+      partial[l * chunks + c] = sum;
+      sum.merge(total);
     }
+  }
+};
+template <class T> struct CumsumChunkScanBody {
+  const T* in;
+  T* out;
+  const RunningSum<T>* partial;
+  CumsumLines lines;
+  fx_index chunks;
+  FLUXION_HD void operator()(fx_index q) const {
+    const fx_index l = q / chunks, first = (q % chunks) * kReduceChunk;
+    const fx_index last = first + kReduceChunk < lines.n ? first + kReduceChunk : lines.n;
+    scan_range(in, out, lines, l, first, last, partial[q]);
   }
 };
 
@@ -256,11 +321,27 @@ void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
   const fx_index n = shape[static_cast<size_t>(p.axis)];
   fx_index inner = 1;
   for (size_t d = static_cast<size_t>(p.axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-  if (n == 0 || inner == 0) return;  // nothing to write
+  if (in[0].size() == 0) return;  // nothing to write
+  const CumsumLines lines{n, inner, p.reverse};
+  const fx_index count = in[0].size() / n;  // lines
   dispatch_dtype(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>)
-      Exec::for_each(in[0].size() / n, CumsumBody<T>{in[0].data<T>(), out[0].mutable_data<T>(), n, inner, p.reverse});
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* x = in[0].data<T>();
+      T* y = out[0].mutable_data<T>();
+      if (n <= kReduceChunk) {
+        Exec::for_each(count, CumsumBody<T>{x, y, lines});
+        return;
+      }
+      const fx_index chunks = (n + kReduceChunk - 1) / kReduceChunk;
+      static_assert(alignof(RunningSum<T>) <= alignof(int64_t), "running sums fit an int64 array's alignment");
+      const fx_index words = (static_cast<fx_index>(sizeof(RunningSum<T>)) + 7) / 8;
+      Tensor scratch = fluxion::empty(AbstractValue{Shape{count * chunks * words}, i64}, in[0].device());
+      auto* partial = reinterpret_cast<RunningSum<T>*>(scratch.mutable_data<int64_t>());
+      Exec::for_each(count * chunks, CumsumChunkTotalBody<T>{x, partial, lines, chunks});
+      Exec::for_each(count, CumsumChunkPrefixBody<T>{partial, chunks});
+      Exec::for_each(count * chunks, CumsumChunkScanBody<T>{x, y, partial, lines, chunks});
+    }
   });
 }
 
