@@ -34,7 +34,8 @@ struct CompensatedSum {
 };
 
 /// The accumulators, one per reduction, for element type T: `Acc acc(identity)`, `acc.add(x)`,
-/// `acc.merge(partial)` (the accumulator of the elements that follow), `acc.result()`. Float sums and products widen to double, integer ones wrap in the unsigned type.
+/// `acc.merge(partial)` (the accumulator of the elements that follow), `acc.result()`. Float sums
+/// and products widen to double, integer ones wrap in the unsigned type.
 template <class T, bool = std::is_floating_point_v<T>> struct WideOf { using type = double; };
 template <class T> struct WideOf<T, false> { using type = std::make_unsigned_t<T>; };
 template <class T> using Wide = typename WideOf<T>::type;
