@@ -218,17 +218,29 @@ TEST_CASE("cuda_emulated gram and linalg_solve: empty, batched, singular") {
     check_same(solve, {perm, grid({3, 2}, dt, 41)}, fx::no_params());
     check_same(solve, {a, grid({2, 3, 4, 0}, dt, 42)}, fx::no_params());
     check_same(solve, {grid({2, 0, 0}, dt, 43), grid({2, 0, 3}, dt, 44)}, fx::no_params());
-    // A singular matrix at batch index 1 throws the reference's Error, word for word.
-    const fx::Tensor sing = values({2, 0, 0, 3, 1, 2, 2, 4}, {2, 2, 2}, dt);
-    std::string want, got;
-    try {
-      fx::eval_primitive(solve, {sing, grid({2, 2, 1}, dt, 45)}, fx::no_params(), Backend::reference);
-    } catch (const fx::Error& e) { want = e.what(); }
-    try {
-      fx::eval_primitive(solve, {sing, grid({2, 2, 1}, dt, 45)}, fx::no_params(), Backend::cuda_emulated);
-    } catch (const fx::Error& e) { got = e.what(); }
-    CHECK(want.find("batch index 1") != std::string::npos);
-    CHECK(got == want);
+    // Systems from kStepwiseSolve on run column by column (the one-thread path's arithmetic, in parallel).
+    const fx::Tensor big =
+        fx::add(grid({2, 50, 50}, dt, 46), fx::astype(fx::multiply(fx::eye(50), fx::scalar(9.0)), dt));
+    check_same(solve, {big, grid({2, 50, 3}, dt, 47)}, fx::no_params());
+    check_same(solve, {fx::lax::transpose(big, {0, 2, 1}), grid({2, 50, 0}, dt, 48)}, fx::no_params());
+    // A singular matrix at batch index 1 throws the reference's Error, word for word, small or large.
+    std::vector<double> sv(2 * 50 * 50, 0.0);
+    for (int64_t i = 0; i < 100; ++i) sv[static_cast<size_t>(i * 50 + i % 50)] = 1 + i % 3;  // diagonals
+    for (int64_t i = 50; i < 100; ++i) sv[static_cast<size_t>(i * 50 + 7)] = 0;              // matrix 1: column 7 zero
+    const std::vector<std::pair<fx::Tensor, fx::Tensor>> singular{
+        {values({2, 0, 0, 3, 1, 2, 2, 4}, {2, 2, 2}, dt), grid({2, 2, 1}, dt, 45)},
+        {values(sv, {2, 50, 50}, dt), grid({2, 50, 2}, dt, 49)}};
+    for (const auto& [sa, sb] : singular) {
+      std::string want, got;
+      try {
+        fx::eval_primitive(solve, {sa, sb}, fx::no_params(), Backend::reference);
+      } catch (const fx::Error& e) { want = e.what(); }
+      try {
+        fx::eval_primitive(solve, {sa, sb}, fx::no_params(), Backend::cuda_emulated);
+      } catch (const fx::Error& e) { got = e.what(); }
+      CHECK(want.find("batch index 1") != std::string::npos);
+      CHECK(got == want);
+    }
   }
 }
 
