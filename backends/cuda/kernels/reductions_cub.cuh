@@ -14,6 +14,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include "backends/cuda/context.cuh"
 #include "backends/cuda/kernels/reductions_accumulators.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -49,11 +50,6 @@ template <class T, template <class> class Acc> struct ResultBody {
   __host__ __device__ void operator()(fx_index i) const { out[i] = acc[i].result(); }
 };
 
-inline void check_cub(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    detail::fail<DeviceError>("reduce", what, " failed: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ").");
-}
-
 /// True when output o reduces the contiguous elements [o * count, (o + 1) * count).
 inline bool contiguous_rows(const ReduceIndex& ix) {
   const bool rows_dense = ix.reduced.rank == 0 || (ix.reduced.rank == 1 && ix.reduced.strides[0] == 1);
@@ -62,7 +58,7 @@ inline bool contiguous_rows(const ReduceIndex& ix) {
 }
 
 /// out[o] = the reduction of in[o * count, (o + 1) * count) for o < rows (count >= 1), by CUB on
-/// the default stream (CudaExec's), accumulators in a scratch tensor on `device`.
+/// the device's stream (CudaExec's, which also orders the scratch tensors' frees).
 template <class Exec, class T, template <class> class Acc>
 void cub_reduce_rows(const T* in, T* out, fx_index rows, fx_index count, T identity, Device device) {
   auto elements = thrust::make_transform_iterator(in, ToAcc<T, Acc>{identity});
@@ -73,23 +69,24 @@ void cub_reduce_rows(const T* in, T* out, fx_index rows, fx_index count, T ident
   };
   Tensor acc = scratch_of(static_cast<size_t>(rows) * sizeof(Acc<T>));
   Acc<T>* acc_ptr = reinterpret_cast<Acc<T>*>(acc.mutable_data<int64_t>());
+  const cudaStream_t on = stream(device.index);
   size_t temp_bytes = 0;
   if (rows == 1) {
-    check_cub(cub::DeviceReduce::Reduce(nullptr, temp_bytes, elements, acc_ptr, count, MergeAcc<T, Acc>{}, init),
-              "cub::DeviceReduce::Reduce");
+    check(cub::DeviceReduce::Reduce(nullptr, temp_bytes, elements, acc_ptr, count, MergeAcc<T, Acc>{}, init, on),
+          "reduce", "cub::DeviceReduce::Reduce");
     Tensor temp = scratch_of(temp_bytes);
-    check_cub(cub::DeviceReduce::Reduce(temp.mutable_data<int64_t>(), temp_bytes, elements, acc_ptr, count,
-                                        MergeAcc<T, Acc>{}, init),
-              "cub::DeviceReduce::Reduce");
+    check(cub::DeviceReduce::Reduce(temp.mutable_data<int64_t>(), temp_bytes, elements, acc_ptr, count,
+                                    MergeAcc<T, Acc>{}, init, on),
+          "reduce", "cub::DeviceReduce::Reduce");
   } else {
     auto starts = thrust::make_transform_iterator(thrust::counting_iterator<fx_index>(0), RowStart{count});
-    check_cub(cub::DeviceSegmentedReduce::Reduce(nullptr, temp_bytes, elements, acc_ptr, rows, starts, starts + 1,
-                                                 MergeAcc<T, Acc>{}, init),
-              "cub::DeviceSegmentedReduce::Reduce");
+    check(cub::DeviceSegmentedReduce::Reduce(nullptr, temp_bytes, elements, acc_ptr, rows, starts, starts + 1,
+                                             MergeAcc<T, Acc>{}, init, on),
+          "reduce", "cub::DeviceSegmentedReduce::Reduce");
     Tensor temp = scratch_of(temp_bytes);
-    check_cub(cub::DeviceSegmentedReduce::Reduce(temp.mutable_data<int64_t>(), temp_bytes, elements, acc_ptr, rows,
-                                                 starts, starts + 1, MergeAcc<T, Acc>{}, init),
-              "cub::DeviceSegmentedReduce::Reduce");
+    check(cub::DeviceSegmentedReduce::Reduce(temp.mutable_data<int64_t>(), temp_bytes, elements, acc_ptr, rows, starts,
+                                             starts + 1, MergeAcc<T, Acc>{}, init, on),
+          "reduce", "cub::DeviceSegmentedReduce::Reduce");
   }
   Exec::for_each(rows, ResultBody<T, Acc>{acc_ptr, out});
 }
