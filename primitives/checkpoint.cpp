@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "fluxion/checkpoint.hpp"
+#include "primitives/control_flow_params.hpp"
 #include "primitives/builder.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
@@ -19,23 +20,6 @@ namespace fluxion {
 namespace checkpoint_detail {
 
 using namespace control_flow_detail;
-
-struct Caches;
-
-/// The sub-Jaxpr (with its compiled plans) and the Jaxprs derived from it; copies share both.
-struct CheckpointParams final : Params {
-  explicit CheckpointParams(Jaxpr j);
-  SubJaxpr body;
-  std::shared_ptr<Caches> caches;
-
-  void print(std::ostream& os) const override { body.print(os, "jaxpr"); }
-  bool equals(const Params& o) const override {
-    const auto* c = dynamic_cast<const CheckpointParams*>(&o);
-    return c && c->body.id() == body.id();
-  }
-  size_t hash() const override { return std::hash<const void*>()(body.id()); }
-  std::shared_ptr<const Params> clone() const override { return std::make_shared<CheckpointParams>(*this); }
-};
 
 using ParamsPtr = std::shared_ptr<const CheckpointParams>;
 

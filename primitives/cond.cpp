@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "fluxion/control_flow.hpp"
+#include "primitives/control_flow_params.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/builder.hpp"
 #include "transforms/batching.hpp"
@@ -13,30 +14,6 @@ namespace fluxion {
 namespace cond_detail {
 
 using namespace control_flow_detail;
-
-struct CondParams final : Params {
-  std::vector<SubJaxpr> branches;
-  explicit CondParams(std::vector<SubJaxpr> b) : branches(std::move(b)) {}
-  void print(std::ostream& os) const override {
-    for (size_t i = 0; i < branches.size(); ++i) {
-      if (i) os << " ";
-      branches[i].print(os, ("branch" + std::to_string(i)).c_str());
-    }
-  }
-  bool equals(const Params& o) const override {
-    const auto* c = dynamic_cast<const CondParams*>(&o);
-    if (!c || c->branches.size() != branches.size()) return false;
-    for (size_t i = 0; i < branches.size(); ++i)
-      if (c->branches[i].id() != branches[i].id()) return false;
-    return true;
-  }
-  size_t hash() const override {
-    size_t h = 0x436f6e64;
-    for (const SubJaxpr& b : branches) h = detail::hash_combine(h, std::hash<const void*>()(b.id()));
-    return h;
-  }
-  std::shared_ptr<const Params> clone() const override { return std::make_shared<CondParams>(*this); }
-};
 
 CondParams make_params(std::vector<Jaxpr> js) {
   std::vector<SubJaxpr> b;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "fluxion/control_flow.hpp"
+#include "primitives/control_flow_params.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/builder.hpp"
 #include "runtime/plan_cache.hpp"
@@ -15,36 +16,6 @@ namespace scan_detail {
 
 using namespace control_flow_detail;
 using Slices = std::vector<Tensor>;
-
-struct ScanParams final : Params {
-  SubJaxpr body;
-  int64_t num_consts, num_carry, length;
-  bool reverse;
-  ScanParams(Jaxpr b, size_t nc, size_t ncar, int64_t len, bool rev)
-      : body(std::move(b)),
-        num_consts(static_cast<int64_t>(nc)),
-        num_carry(static_cast<int64_t>(ncar)),
-        length(len),
-        reverse(rev) {}
-  void print(std::ostream& os) const override {
-    os << "length=" << length << " reverse=" << (reverse ? "True" : "False") << " num_consts=" << num_consts
-       << " num_carry=" << num_carry << " ";
-    body.print(os, "jaxpr");
-  }
-  bool equals(const Params& o) const override {
-    const auto* s = dynamic_cast<const ScanParams*>(&o);
-    return s && s->body.id() == body.id() && s->num_consts == num_consts && s->num_carry == num_carry &&
-           s->length == length && s->reverse == reverse;
-  }
-  size_t hash() const override {
-    return detail::hash_combine(std::hash<const void*>()(body.id()), static_cast<size_t>(length * 2 + reverse));
-  }
-  std::shared_ptr<const Params> clone() const override { return std::make_shared<ScanParams>(*this); }
-  size_t nc() const { return static_cast<size_t>(num_consts); }
-  size_t ncar() const { return static_cast<size_t>(num_carry); }
-  size_t nx() const { return body.jaxpr().invars.size() - nc() - ncar(); }
-  size_t ny() const { return body.jaxpr().outputs.size() - ncar(); }
-};
 
 Slices part(const Slices& v, size_t from, size_t n) {
   return Slices(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + n));

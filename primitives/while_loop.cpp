@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "fluxion/control_flow.hpp"
+#include "primitives/control_flow_params.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/builder.hpp"
 #include "transforms/batching.hpp"
@@ -11,31 +12,6 @@ namespace fluxion {
 namespace while_detail {
 
 using namespace control_flow_detail;
-
-struct WhileParams final : Params {
-  SubJaxpr cond, body;
-  int64_t num_cond_consts, num_body_consts, max_steps;
-  WhileParams(Jaxpr c, Jaxpr b, int64_t ncc, int64_t nbc, int64_t steps)
-      : cond(std::move(c)), body(std::move(b)), num_cond_consts(ncc), num_body_consts(nbc), max_steps(steps) {}
-  void print(std::ostream& os) const override {
-    os << "max_steps=" << max_steps << " ";
-    cond.print(os, "cond");
-    os << " ";
-    body.print(os, "body");
-  }
-  bool equals(const Params& o) const override {
-    const auto* w = dynamic_cast<const WhileParams*>(&o);
-    return w && w->cond.id() == cond.id() && w->body.id() == body.id() && w->max_steps == max_steps &&
-           w->num_cond_consts == num_cond_consts && w->num_body_consts == num_body_consts;
-  }
-  size_t hash() const override {
-    size_t h = detail::hash_combine(std::hash<const void*>()(cond.id()), std::hash<const void*>()(body.id()));
-    return detail::hash_combine(h, static_cast<size_t>(max_steps));
-  }
-  std::shared_ptr<const Params> clone() const override { return std::make_shared<WhileParams>(*this); }
-  size_t ncc() const { return static_cast<size_t>(num_cond_consts); }
-  size_t nbc() const { return static_cast<size_t>(num_body_consts); }
-};
 
 const char* const kNeedsMaxSteps =
     "reverse-mode differentiation (grad, vjp, jacrev) through a while_loop needs a bound on its trip count. "

@@ -20,6 +20,7 @@
 #include "fluxion/custom_rules.hpp"
 #include "fluxion/jaxpr.hpp"
 #include "fluxion/jit.hpp"
+#include "primitives/control_flow_params.hpp"
 
 namespace fluxion::cuda {
 namespace control_flow_kernels {
@@ -173,8 +174,8 @@ void call_kernel(const std::vector<Tensor>& in, const Params& params, std::vecto
   run_call<Exec>(p.name.c_str(), p.callee(params), in, out);
 }
 
-// The kernels of the primitives whose params hold SubJaxprs by name (P: their params struct, defined
-// in primitives/cond.cpp, while_loop.cpp, scan.cpp and checkpoint.cpp).
+// The kernels of the primitives whose params hold SubJaxprs by name (P: their params struct,
+// primitives/control_flow_params.hpp).
 template <class Exec, class P>
 void cond_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   std::vector<const Jaxpr*> branches;
@@ -198,14 +199,17 @@ void checkpoint_kernel(const std::vector<Tensor>& in, const Params& params, std:
 
 }  // namespace control_flow_kernels
 
-/// Files this family's kernels under Exec::backend. cond, while, scan and checkpoint are filed
-/// with cond_kernel & co. once their params structs leave their .cpp files for a header.
+/// Files this family's kernels under Exec::backend.
 template <class Exec> void install_control_flow_kernels() {
-  using control_flow_kernels::call_kernel;
+  using namespace control_flow_kernels;
   runtime::set_kernel(jit_call_p(), Exec::backend, &call_kernel<Exec, &jit_call_p>);
   runtime::set_kernel(custom_jvp_call_p(), Exec::backend, &call_kernel<Exec, &custom_jvp_call_p>);
   runtime::set_kernel(custom_vjp_call_p(), Exec::backend, &call_kernel<Exec, &custom_vjp_call_p>);
   runtime::set_kernel(custom_lin_p(), Exec::backend, &call_kernel<Exec, &custom_lin_p>);
+  runtime::set_kernel(cond_p(), Exec::backend, &cond_kernel<Exec, cond_detail::CondParams>);
+  runtime::set_kernel(while_p(), Exec::backend, &while_kernel<Exec, while_detail::WhileParams>);
+  runtime::set_kernel(scan_p(), Exec::backend, &scan_kernel<Exec, scan_detail::ScanParams>);
+  runtime::set_kernel(checkpoint_p(), Exec::backend, &checkpoint_kernel<Exec, checkpoint_detail::CheckpointParams>);
 }
 
 }  // namespace fluxion::cuda
