@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -382,4 +383,62 @@ TEST_CASE("cuda_emulated jit_call: a jitted function of products and reductions 
   const fx::Equation& e = outer.equations[0];
   CHECK(e.primitive->name == "jit_call");
   check_same(*e.primitive, {a, b}, *e.params);
+}
+
+// The kernels filed for cond, while, scan and checkpoint (params: primitives/control_flow_params.hpp), on
+// primitives staged by the public API with bodies made of this family's primitives.
+namespace {
+
+/// Stages fn on `in`; its one equation run on cuda_emulated against the reference.
+void check_staged(const Fn& fn, const std::vector<fx::Tensor>& in, const char* name) {
+  const fx::Jaxpr j = trace(fn, in);
+  REQUIRE(j.equations.size() == 1);
+  const fx::Equation& e = j.equations[0];
+  CHECK(e.primitive->name == name);
+  std::map<int32_t, fx::Tensor> env;
+  for (size_t i = 0; i < j.invars.size(); ++i) env[j.invars[i]] = in[i];
+  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i]] = j.consts[i];
+  std::vector<fx::Tensor> args;
+  for (const fx::Atom& a : e.inputs) args.push_back(a.is_literal() ? a.literal : env.at(a.var));
+  check_same(*e.primitive, args, *e.params);
+}
+
+}  // namespace
+
+TEST_CASE("cuda_emulated kernels of while, scan, cond and checkpoint: staged primitives against the reference") {
+  const fx::Tensor w = grid({3, 3}, fx::f64, 81), x = grid({3}, fx::f64, 82), xs = grid({5, 3}, fx::f64, 83);
+  for (bool go : {true, false})
+    check_staged(
+        [&](const std::vector<fx::Tensor>& in) {
+          return fx::while_loop([](const std::vector<fx::Tensor>& c) { return c[0]; },
+                                [&](const std::vector<fx::Tensor>& c) {
+                                  return std::vector<fx::Tensor>{c[0], fx::lax::cumsum(contract(w, c[1]), 0)};
+                                },
+                                in, fx::max_steps(3));
+        },
+        {fx::scalar(go), x}, "while");
+  for (bool reverse : {false, true})
+    check_staged(
+        [&](const std::vector<fx::Tensor>& in) {
+          auto step = [&](const fx::Tensor& c, const fx::Tensor& row) {
+            return std::pair<fx::Tensor, fx::Tensor>{contract(w, row), contract(c, row)};
+          };
+          auto [c, ys] = reverse ? fx::scan(step, in[0], in[1], fx::reverse) : fx::scan(step, in[0], in[1]);
+          return std::vector<fx::Tensor>{c, ys};
+        },
+        {x, xs}, "scan");
+  for (bool pred : {true, false})
+    check_staged(
+        [&](const std::vector<fx::Tensor>& in) {
+          return std::vector<fx::Tensor>{fx::cond(
+              in[0], [](const fx::Tensor& v) { return fx::lax::reduce_max(v, {0}); },
+              [](const fx::Tensor& v) { return fx::lax::reduce_sum(v, {0}); }, in[1])};
+        },
+        {fx::scalar(pred), x}, "cond");
+  check_staged(
+      [&](const std::vector<fx::Tensor>& in) {
+        auto f = fx::checkpoint([&](const fx::Tensor& v) { return fx::lax::cumsum(contract(w, v), 0, true); });
+        return std::vector<fx::Tensor>{f(in[0])};
+      },
+      {x}, "checkpoint");
 }
