@@ -16,6 +16,7 @@
 #include "fluxion/ops.hpp"
 #include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
+#include "primitives/linalg.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
 
@@ -34,8 +35,6 @@ SolveDims solve_dims(const Shape& a, const Shape& b) {
   return {batch, a[r - 1], b[r - 1]};
 }
 
-/// Throws the singular-matrix Error for matrix `index` (row-major over the batch dims) of `a`,
-/// whose LU factorization met a zero pivot in `column`.
 [[noreturn]] void fail_singular(const AbstractValue& a, int64_t index, int64_t column) {
   std::ostringstream where;
   if (a.ndim() > 2) {

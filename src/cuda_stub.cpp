@@ -23,6 +23,10 @@ void synchronize(int index) {
                                      ". Use fx::Device::cpu().");
 }
 
+int current_device() {
+  fluxion::detail::fail<DeviceError>("cuda", "there is no current CUDA device: ", unavailable_reason(), ".");
+}
+
 namespace memory {
 
 void* allocate(int index, int64_t) {

@@ -47,7 +47,7 @@ int64_t run_suite(fx::Backend backend, fx::Device device) {
         try {
           got = fx::eval_primitive(*p, on_device, params, backend);
         } catch (const fx::Error& e) {
-          FAIL_CHECK(std::string(fx::backend_name(backend)) + " kernel threw: " + e.what());
+          FAIL_CHECK((std::string(fx::backend_name(backend)) + " kernel threw: " + e.what()));
           continue;
         }
         REQUIRE(got.size() == ref.size());

@@ -1,4 +1,5 @@
 // The interpreter stack and the eager interpreter: bind -> shape rule -> kernel, now.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -36,25 +37,8 @@ class EvalInterpreter final : public Interpreter {
   EvalInterpreter() : Interpreter(Root{}) {}
   std::vector<Tensor> process(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params) override {
     for (const Tensor& t : inputs) check_visible(t, p.name.c_str());
-    const Tensor* on_gpu = nullptr;
-    for (const Tensor& t : inputs)
-      if (t.device().is_cuda()) {
-        on_gpu = &t;
-        break;
-      }
-    if (!on_gpu) return eval_primitive(p, inputs, params, host_backend());
-    return eval_primitive(p, place_scalars(inputs, on_gpu->device()), params, Backend::cuda);
-  }
-
- private:
-  // Rank-0 CPU values (literals such as the 2 in x * 2, and the constants derivative rules make)
-  // follow the op's device, like JAX's uncommitted scalars; a larger CPU tensor next to a device
-  // tensor stays put, and eval_primitive reports the mix as a DeviceError.
-  static std::vector<Tensor> place_scalars(const std::vector<Tensor>& inputs, Device device) {
-    std::vector<Tensor> placed = inputs;
-    for (Tensor& t : placed)
-      if (t.device() != device && t.device().is_cpu() && t.ndim() == 0) t = device_put(t, device);
-    return placed;
+    const bool on_gpu = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.device().is_cuda(); });
+    return eval_primitive(p, inputs, params, on_gpu ? Backend::cuda : host_backend());
   }
 };
 
@@ -127,12 +111,36 @@ Tensor bind1(const Primitive& p, const std::vector<Tensor>& inputs, const Params
   return std::move(out[0]);
 }
 
+namespace eval_detail {
+
+// The device an op on `backend` runs on: the first GPU input's, or the thread's current GPU when
+// none is (an iota inside a sub-Jaxpr run on the GPU); for the host backends, the first input's.
+Device op_device(const std::vector<Tensor>& inputs, Backend backend) {
+  if (backend != Backend::cuda) return inputs.empty() ? Device::cpu() : inputs[0].device();
+  for (const Tensor& t : inputs)
+    if (t.device().is_cuda()) return t.device();
+  return Device::cuda(cuda::current_device());
+}
+
+}  // namespace eval_detail
+
 std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params,
                                    Backend backend) {
+  const Device device = eval_detail::op_device(inputs, backend);
+  // Rank-0 CPU values (literals such as the 2 in x * 2, and the constants derivative rules make)
+  // follow the op's device, like JAX's uncommitted scalars; a larger CPU tensor next to a device
+  // tensor stays put and is reported below.
+  std::vector<Tensor> placed;
+  const std::vector<Tensor>* in = &inputs;
+  if (device.is_cuda()) {
+    placed = inputs;
+    for (Tensor& t : placed)
+      if (t.device().is_cpu() && t.ndim() == 0) t = device_put(t, device);
+    in = &placed;
+  }
   std::vector<AbstractValue> in_avals;
-  in_avals.reserve(inputs.size());
-  Device device = inputs.empty() ? Device::cpu() : inputs[0].device();
-  for (const Tensor& t : inputs) {
+  in_avals.reserve(in->size());
+  for (const Tensor& t : *in) {
     if (t.device() != device)
       detail::fail<DeviceError>(p.name.c_str(), "inputs live on different devices (", device, " and ", t.device(),
                                 "): ", t.aval(), " is on ", t.device(),
@@ -144,7 +152,7 @@ std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>
   std::vector<Tensor> outputs;
   outputs.reserve(out_avals.size());
   if (p.traits.view) {
-    outputs.push_back(make_view(inputs[0], out_avals[0]));
+    outputs.push_back(make_view((*in)[0], out_avals[0]));
     return outputs;
   }
   runtime::ensure_kernel_table(backend);
@@ -153,7 +161,7 @@ std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>
     detail::fail<NotImplementedError>(p.name.c_str(), "no ", backend_name(backend), " kernel for primitive '", p.name,
                                       "'.");
   for (const AbstractValue& a : out_avals) outputs.push_back(empty(a, device));
-  k(inputs, params, outputs);
+  k(*in, params, outputs);
   return outputs;
 }
 

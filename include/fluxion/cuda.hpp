@@ -25,6 +25,9 @@ std::string unavailable_reason();
 /// failure of one of them is thrown here as DeviceError. Eager ops on device tensors are
 /// asynchronous: time them with a synchronize, or read a value (item, to_vector) which waits.
 void synchronize(int index = 0);
+/// The calling thread's current CUDA device: where an op with no device inputs (iota inside a
+/// sub-Jaxpr run on the GPU) puts its outputs. Throws DeviceError when CUDA is unavailable.
+int current_device();
 
 /// Raw device memory and copies, used by Buffer and device_put. They throw DeviceError (CUDA
 /// unavailable, bad device index, a failing CUDA call) or OutOfMemoryError.

@@ -172,7 +172,7 @@ template <class Exec> void install_product_kernels() {
   runtime::set_kernel(primitives::dot_general_family::dot_general_p(), Exec::backend,
                       &product_kernels::dot_general_kernel<Exec>);
   runtime::set_kernel(primitives::gram_detail::gram_p(), Exec::backend, &product_kernels::gram_kernel<Exec>);
-  runtime::set_kernel(solve_primitive(), Exec::backend, &product_kernels::solve_kernel<Exec>);
+  runtime::set_kernel(primitives::linalg_detail::solve_p(), Exec::backend, &product_kernels::solve_kernel<Exec>);
 }
 
 }  // namespace fluxion::cuda

@@ -10,21 +10,9 @@
 
 #include "backends/cuda/exec.hpp"
 #include "backends/cuda/kernels/common.hpp"
-
-namespace fluxion::primitives::linalg_detail {
-// Defined in primitives/linalg.cpp, which has no header yet: the singular-matrix Error of matrix
-// `index` of `a` (zero pivot in `column`), shared with the CPU and reference kernels.
-[[noreturn]] void fail_singular(const AbstractValue& a, int64_t index, int64_t column);
-}  // namespace fluxion::primitives::linalg_detail
+#include "primitives/linalg.hpp"
 
 namespace fluxion::cuda {
-
-/// The linalg_solve primitive (looked up by name: primitives/linalg.cpp exports no header).
-inline const Primitive& solve_primitive() {
-  const Primitive* p = find_primitive("linalg_solve");
-  if (!p) detail::fail<Error>("linalg_solve", "internal: the primitive is not registered.");
-  return *p;
-}
 
 namespace product_kernels {
 
