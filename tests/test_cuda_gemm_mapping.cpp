@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/cuda/exec.hpp"
 #include "backends/cuda/gemm_mapping.hpp"
 #include "fluxion/fluxion.hpp"
 #include "fluxion/lax.hpp"
@@ -27,29 +28,6 @@ namespace {
 using Dims = std::vector<int64_t>;
 using Pair = std::pair<Dims, Dims>;
 
-/// cublas<t>gemmStridedBatched's contract on host memory, column-major: C[b] = op(A[b]) op(B[b]),
-/// beta = 0, with the library's argument checks.
-void reference_gemm(const GemmCall& c, const double* a, const double* b, double* out) {
-  REQUIRE(c.lda >= std::max<int64_t>(1, c.trans_a ? c.k : c.m));
-  REQUIRE(c.ldb >= std::max<int64_t>(1, c.trans_b ? c.n : c.k));
-  REQUIRE(c.ldc >= std::max<int64_t>(1, c.m));
-  for (int64_t p = 0; p < c.batch; ++p) {
-    const double* ap = a + p * c.stride_a;
-    const double* bp = b + p * c.stride_b;
-    double* cp = out + p * c.stride_c;
-    for (int64_t j = 0; j < c.n; ++j)
-      for (int64_t i = 0; i < c.m; ++i) {
-        double acc = 0;
-        for (int64_t l = 0; l < c.k; ++l) {
-          const double x = c.trans_a ? ap[l + i * c.lda] : ap[i + l * c.lda];  // op(A)(i, l)
-          const double y = c.trans_b ? bp[j + l * c.ldb] : bp[l + j * c.ldb];  // op(B)(l, j)
-          acc += x * y;
-        }
-        cp[i + j * c.ldc] = acc;
-      }
-  }
-}
-
 /// The operand's bytes as the CUDA backend passes them: permuted first when the mapping says so.
 std::vector<double> operand_bytes(const fx::Tensor& x, const Dims& perm) {
   const fx::Tensor y = perm.empty() ? x : fx::lax::transpose(x, perm);
@@ -61,7 +39,7 @@ std::vector<double> run_mapped(const DotGeneralGemm& g, const fx::Tensor& lhs, c
   std::vector<double> out(static_cast<size_t>(size), 0.0);
   if (g.empty) return out;
   const std::vector<double> a = operand_bytes(rhs, g.rhs_perm), b = operand_bytes(lhs, g.lhs_perm);
-  reference_gemm(g.call, a.data(), b.data(), out.data());
+  fx::cuda::reference_gemm(g.call, a.data(), b.data(), out.data());  // cuBLAS's contract, its checks too
   return out;
 }
 

@@ -34,8 +34,15 @@ namespace fluxion::cuda {
 inline constexpr fx_index kBlockThreads = 256;
 
 /// Column-major strided-batched GEMM on the host: what cublas<t>gemmStridedBatched computes for
-/// `call` with alpha 1 and beta 0 (the emulation's GEMM, and the tests' model of cuBLAS).
+/// `call` with alpha 1 and beta 0 (the emulation's GEMM, and the tests' model of cuBLAS), after
+/// the argument checks with which cuBLAS refuses a call (CUBLAS_STATUS_INVALID_VALUE).
 template <class T> void reference_gemm(const GemmCall& call, const T* a, const T* b, T* c) {
+  if (call.m < 0 || call.n < 0 || call.k < 0 || call.batch < 0 ||
+      call.lda < std::max<int64_t>(1, call.trans_a ? call.k : call.m) ||
+      call.ldb < std::max<int64_t>(1, call.trans_b ? call.n : call.k) || call.ldc < std::max<int64_t>(1, call.m))
+    detail::fail<Error>("dot_general", "internal: invalid GEMM arguments m=", call.m, " n=", call.n, " k=", call.k,
+                        " lda=", call.lda, " ldb=", call.ldb, " ldc=", call.ldc, " batch=", call.batch,
+                        " (cuBLAS would refuse them).");
   for (int64_t batch = 0; batch < call.batch; ++batch) {
     const T* A = a + batch * call.stride_a;
     const T* B = b + batch * call.stride_b;

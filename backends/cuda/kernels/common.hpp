@@ -58,6 +58,37 @@ inline StridedIndex make_strided_index(const char* op, const std::vector<int64_t
   return r;
 }
 
+/// The basic bodies every family launches.
+/// out[i] = in[map.offset(i)] for every output index i (broadcast, transpose, slice, permuted copies).
+template <class T> struct StridedRead {
+  const T* in;
+  T* out;
+  StridedIndex map;
+  FLUXION_HD void operator()(fx_index i) const { out[i] = in[map.offset(i)]; }
+};
+
+/// out[map.offset(i)] = in[i] for every operand index i (the map is one-to-one: no write races).
+template <class T> struct StridedWrite {
+  const T* in;
+  T* out;
+  StridedIndex map;
+  FLUXION_HD void operator()(fx_index i) const { out[map.offset(i)] = in[i]; }
+};
+
+/// dst[i] = src[i].
+template <class T> struct CopyBody {
+  const T* src;
+  T* dst;
+  FLUXION_HD void operator()(fx_index i) const { dst[i] = src[i]; }
+};
+
+/// out[i] = value.
+template <class T> struct FillBody {
+  T* out;
+  T value;
+  FLUXION_HD void operator()(fx_index i) const { out[i] = value; }
+};
+
 /// Row-major strides of `dims`.
 inline std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);

@@ -63,12 +63,6 @@ class DeviceJaxpr {
   std::shared_ptr<const Jaxpr> copy_;  // null when the Jaxpr is used as is
 };
 
-template <class T> struct CopyBody {
-  const T* src;
-  T* dst;
-  FLUXION_HD void operator()(fx_index i) const { dst[i] = src[i]; }
-};
-
 /// Copies `count` elements from `src` (from element `src_at`) into `dst` (from element `dst_at`),
 /// on the device, as one body launch. Both have the same dtype.
 template <class Exec>

@@ -16,22 +16,6 @@
 
 namespace fluxion::cuda {
 
-/// out[i] = in[map.offset(i)] for every output index i.
-template <class T> struct StridedRead {
-  const T* in;
-  T* out;
-  StridedIndex map;
-  FLUXION_HD void operator()(fx_index i) const { out[i] = in[map.offset(i)]; }
-};
-
-/// out[map.offset(i)] = in[i] for every operand index i (the map is one-to-one: no write races).
-template <class T> struct StridedWrite {
-  const T* in;
-  T* out;
-  StridedIndex map;
-  FLUXION_HD void operator()(fx_index i) const { out[map.offset(i)] = in[i]; }
-};
-
 namespace indexing_detail {
 
 namespace sf = primitives::shape_family;

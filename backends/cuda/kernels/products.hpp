@@ -20,20 +20,6 @@ namespace product_kernels {
 
 using primitives::dot_general_family::DotGeneralParams;
 
-/// out[i] = in[src.offset(i)]: a transpose (or any strided read) into a row-major tensor.
-template <class T> struct StridedCopyBody {
-  const T* in;
-  T* out;
-  StridedIndex src;
-  FLUXION_HD void operator()(fx_index i) const { out[i] = in[src.offset(i)]; }
-};
-
-template <class T> struct FillBody {
-  T* out;
-  T value;
-  FLUXION_HD void operator()(fx_index i) const { out[i] = value; }
-};
-
 /// x with its dims permuted (output dim i = input dim perm[i]), in a fresh tensor on x's device.
 template <class Exec, class T> Tensor permuted(const Tensor& x, const std::vector<int64_t>& perm) {
   const std::vector<int64_t>& dims = x.shape().dims();
@@ -44,8 +30,8 @@ template <class Exec, class T> Tensor permuted(const Tensor& x, const std::vecto
     src_strides.push_back(stride[static_cast<size_t>(d)]);
   }
   Tensor y = fluxion::empty(AbstractValue{Shape(out_dims), x.dtype()}, x.device());
-  Exec::for_each(y.size(), StridedCopyBody<T>{x.data<T>(), y.mutable_data<T>(),
-                                              make_strided_index("dot_general", out_dims, src_strides)});
+  Exec::for_each(y.size(), StridedRead<T>{x.data<T>(), y.mutable_data<T>(),
+                                          make_strided_index("dot_general", out_dims, src_strides)});
   return y;
 }
 
