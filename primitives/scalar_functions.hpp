@@ -1,0 +1,252 @@
+/// The scalar functor of every elementwise primitive, one source for three compilers: g++ (the CPU's
+/// scalar forms and the cuda_emulated kernels), nvcc (the CUDA kernels) and NVRTC (jit's generated
+/// kernels, which get this text from fluxion::scalar::source()). One struct per primitive, named
+/// after it in CamelCase (and -> LogicalAnd, or -> LogicalOr, not -> Not):
+///   unary:   template <class T> FLUXION_HD static auto apply(T x);
+///   binary:  template <class T> FLUXION_HD static auto apply(T a, T b);    // bool for comparisons
+///   select:  template <class T> FLUXION_HD static T apply(bool pred, T on_true, T on_false);
+///   convert: ConvertElementType<To>::apply(From x)  // a template on the result element type
+/// Each accepts the element types its primitive's shape rule accepts (bool, int, long, long long,
+/// float, double); callers instantiate it only for those.
+///
+/// Semantics are the reference kernels' (the primitives' Op::reference): integer + - * and negation
+/// wrap (two's complement, computed in unsigned), x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN,
+/// INT_MIN%-1 = 0; max/min propagate NaN (the first NaN operand) and of equal operands (+0, -0)
+/// keep the first; sign maps ±0 and NaN to themselves; round goes half away from zero,
+/// round_nearest_even half to even; float -> int conversion maps NaN to 0 and saturates.
+///
+/// Floating-point functions are the C library's, through the fx_ overloads below (sinf for float,
+/// sin for double): the host's libm under g++, CUDA's device functions under nvcc and NVRTC. The
+/// CPU's floating forms of neg sin cos exp log log1p expm1 sqrt rsqrt tanh logistic sign floor
+/// ceil round round_nearest_even are NOT these: they are lanes of Eigen packet functions
+/// (backends/cpu/unary_packets.hpp, PacketForm in primitives/unary.cpp) so that a vector body and
+/// its scalar tail give the same bits; both forms are within the reference's tolerance and agree
+/// on special values (±0, ±inf, NaN). Every other CPU scalar form calls the functors here.
+///
+/// Rules of the text (it is also a string for NVRTC): no preprocessor lines and no macros inside
+/// FLUXION_SHARED_SOURCE (the string keeps them unexpanded; FLUXION_HD is defined by the code jit
+/// prepends, backends/cuda/device_code.hpp), no standard-library names, built-in types only.
+#pragma once
+#include "backends/cuda/device_code.hpp"
+
+#if !defined(FLUXION_NVRTC)
+#include <math.h>
+#endif
+
+/// Compiles its argument and defines fluxion::scalar::source() returning it as text.
+#define FLUXION_SHARED_SOURCE(...)                     \
+  __VA_ARGS__                                          \
+  namespace fluxion::scalar {                          \
+  inline const char* source() { return #__VA_ARGS__; } \
+  }
+
+// clang-format off
+FLUXION_SHARED_SOURCE(
+namespace fluxion::scalar {
+
+// ---- element type traits (no <type_traits> under NVRTC) ----
+template <class T> inline constexpr bool kIsFloating = false;
+template <> inline constexpr bool kIsFloating<float> = true;
+template <> inline constexpr bool kIsFloating<double> = true;
+template <class T> inline constexpr bool kIsBool = false;
+template <> inline constexpr bool kIsBool<bool> = true;
+template <class T> inline constexpr bool kIsInteger = !kIsFloating<T> && !kIsBool<T>;
+
+// The unsigned type of a signed integer type (int64_t is long under g++, long long under NVRTC).
+template <class T> struct UnsignedOf;
+template <> struct UnsignedOf<int> { using type = unsigned int; };
+template <> struct UnsignedOf<long> { using type = unsigned long; };
+template <> struct UnsignedOf<long long> { using type = unsigned long long; };
+template <class T> using Unsigned = typename UnsignedOf<T>::type;
+
+// Largest and smallest values of a signed integer type.
+template <class T> FLUXION_HD constexpr T int_max() { return T(Unsigned<T>(~Unsigned<T>(0)) >> 1); }
+template <class T> FLUXION_HD constexpr T int_min() { return T(-int_max<T>() - T(1)); }
+
+// Two's complement wrap-around arithmetic, computed in unsigned (where overflow is defined).
+template <class T> FLUXION_HD inline T wrap_add(T x, T y) { return T(Unsigned<T>(x) + Unsigned<T>(y)); }
+template <class T> FLUXION_HD inline T wrap_sub(T x, T y) { return T(Unsigned<T>(x) - Unsigned<T>(y)); }
+template <class T> FLUXION_HD inline T wrap_mul(T x, T y) { return T(Unsigned<T>(x) * Unsigned<T>(y)); }
+template <class T> FLUXION_HD inline T wrap_neg(T x) { return T(Unsigned<T>(0) - Unsigned<T>(x)); }
+
+template <class T> FLUXION_HD inline bool is_nan(T x) {
+  if constexpr (kIsFloating<T>) return x != x;
+  else return false;
+}
+
+// ---- the C library's functions, float and double ----
+FLUXION_HD inline float fx_sin(float x) { return ::sinf(x); }
+FLUXION_HD inline double fx_sin(double x) { return ::sin(x); }
+FLUXION_HD inline float fx_cos(float x) { return ::cosf(x); }
+FLUXION_HD inline double fx_cos(double x) { return ::cos(x); }
+FLUXION_HD inline float fx_tan(float x) { return ::tanf(x); }
+FLUXION_HD inline double fx_tan(double x) { return ::tan(x); }
+FLUXION_HD inline float fx_exp(float x) { return ::expf(x); }
+FLUXION_HD inline double fx_exp(double x) { return ::exp(x); }
+FLUXION_HD inline float fx_log(float x) { return ::logf(x); }
+FLUXION_HD inline double fx_log(double x) { return ::log(x); }
+FLUXION_HD inline float fx_log1p(float x) { return ::log1pf(x); }
+FLUXION_HD inline double fx_log1p(double x) { return ::log1p(x); }
+FLUXION_HD inline float fx_expm1(float x) { return ::expm1f(x); }
+FLUXION_HD inline double fx_expm1(double x) { return ::expm1(x); }
+FLUXION_HD inline float fx_sqrt(float x) { return ::sqrtf(x); }
+FLUXION_HD inline double fx_sqrt(double x) { return ::sqrt(x); }
+FLUXION_HD inline float fx_tanh(float x) { return ::tanhf(x); }
+FLUXION_HD inline double fx_tanh(double x) { return ::tanh(x); }
+FLUXION_HD inline float fx_fabs(float x) { return ::fabsf(x); }
+FLUXION_HD inline double fx_fabs(double x) { return ::fabs(x); }
+FLUXION_HD inline float fx_floor(float x) { return ::floorf(x); }
+FLUXION_HD inline double fx_floor(double x) { return ::floor(x); }
+FLUXION_HD inline float fx_ceil(float x) { return ::ceilf(x); }
+FLUXION_HD inline double fx_ceil(double x) { return ::ceil(x); }
+FLUXION_HD inline float fx_round(float x) { return ::roundf(x); }  // half away from zero
+FLUXION_HD inline double fx_round(double x) { return ::round(x); }
+FLUXION_HD inline float fx_rint(float x) { return ::rintf(x); }  // half to even (the default rounding mode)
+FLUXION_HD inline double fx_rint(double x) { return ::rint(x); }
+FLUXION_HD inline float fx_pow(float x, float y) { return ::powf(x, y); }
+FLUXION_HD inline double fx_pow(double x, double y) { return ::pow(x, y); }
+FLUXION_HD inline float fx_atan2(float y, float x) { return ::atan2f(y, x); }
+FLUXION_HD inline double fx_atan2(double y, double x) { return ::atan2(y, x); }
+FLUXION_HD inline float fx_fmod(float x, float y) { return ::fmodf(x, y); }
+FLUXION_HD inline double fx_fmod(double x, double y) { return ::fmod(x, y); }
+
+// ---- unary ----
+struct Neg {  // floats: the sign bit flipped (-(+0) = -0); integers wrap (-INT_MIN = INT_MIN)
+  template <class T> FLUXION_HD static T apply(T x) {
+    if constexpr (kIsInteger<T>) return wrap_neg(x);
+    else return -x;
+  }
+};
+struct Sin { template <class T> FLUXION_HD static T apply(T x) { return fx_sin(x); } };
+struct Cos { template <class T> FLUXION_HD static T apply(T x) { return fx_cos(x); } };
+struct Tan { template <class T> FLUXION_HD static T apply(T x) { return fx_tan(x); } };
+struct Exp { template <class T> FLUXION_HD static T apply(T x) { return fx_exp(x); } };
+struct Log { template <class T> FLUXION_HD static T apply(T x) { return fx_log(x); } };
+struct Log1p { template <class T> FLUXION_HD static T apply(T x) { return fx_log1p(x); } };
+struct Expm1 { template <class T> FLUXION_HD static T apply(T x) { return fx_expm1(x); } };
+struct Sqrt { template <class T> FLUXION_HD static T apply(T x) { return fx_sqrt(x); } };
+struct Rsqrt {  // both steps correctly rounded (not the hardware's approximate rsqrt)
+  template <class T> FLUXION_HD static T apply(T x) { return T(1) / fx_sqrt(x); }
+};
+struct Tanh { template <class T> FLUXION_HD static T apply(T x) { return fx_tanh(x); } };
+struct Logistic {  // 0 at -inf (exp gives inf), 1 at +inf, NaN kept
+  template <class T> FLUXION_HD static T apply(T x) { return T(1) / (T(1) + fx_exp(-x)); }
+};
+struct Abs {  // floats: the sign bit cleared; integers wrap (|INT_MIN| = INT_MIN)
+  template <class T> FLUXION_HD static T apply(T x) {
+    if constexpr (kIsInteger<T>) return x < T(0) ? wrap_neg(x) : x;
+    else return fx_fabs(x);
+  }
+};
+struct Sign {  // 1, -1, or x itself: ±0 keep their sign and NaN stays NaN (XLA's sign)
+  template <class T> FLUXION_HD static T apply(T x) {
+    if constexpr (kIsInteger<T>) return T((x > T(0)) - (x < T(0)));
+    else return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;
+  }
+};
+struct Floor { template <class T> FLUXION_HD static T apply(T x) { return fx_floor(x); } };
+struct Ceil { template <class T> FLUXION_HD static T apply(T x) { return fx_ceil(x); } };
+struct Round { template <class T> FLUXION_HD static T apply(T x) { return fx_round(x); } };
+struct RoundNearestEven { template <class T> FLUXION_HD static T apply(T x) { return fx_rint(x); } };
+struct Not {  // logical on bool, bitwise on integers
+  template <class T> FLUXION_HD static T apply(T x) {
+    if constexpr (kIsBool<T>) return !x;
+    else return T(~x);
+  }
+};
+struct StopGradient { template <class T> FLUXION_HD static T apply(T x) { return x; } };
+
+// ---- binary ----
+struct Add {
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsInteger<T>) return wrap_add(a, b);
+    else return a + b;
+  }
+};
+struct Sub {
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsInteger<T>) return wrap_sub(a, b);
+    else return a - b;
+  }
+};
+struct Mul {
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsInteger<T>) return wrap_mul(a, b);
+    else return a * b;
+  }
+};
+struct Div {  // integers truncate; a/0 = -1, INT_MIN/-1 = INT_MIN
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsInteger<T>) {
+      if (b == T(0)) return T(-1);
+      if (b == T(-1)) return wrap_neg(a);
+      return T(a / b);
+    } else {
+      return a / b;
+    }
+  }
+};
+struct Rem {  // the dividend's sign (C fmod); integers: a%0 = a, INT_MIN%-1 = 0
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsInteger<T>) {
+      if (b == T(0)) return a;
+      if (b == T(-1)) return T(0);
+      return T(a % b);
+    } else {
+      return fx_fmod(a, b);
+    }
+  }
+};
+struct Pow { template <class T> FLUXION_HD static T apply(T a, T b) { return fx_pow(a, b); } };
+struct Atan2 { template <class T> FLUXION_HD static T apply(T a, T b) { return fx_atan2(a, b); } };
+struct Max {  // the first NaN operand if any, else the larger; of equal operands (+0, -0) the first
+  template <class T> FLUXION_HD static T apply(T a, T b) { return is_nan(a) ? a : is_nan(b) ? b : a < b ? b : a; }
+};
+struct Min {  // the first NaN operand if any, else the smaller; of equal operands (+0, -0) the first
+  template <class T> FLUXION_HD static T apply(T a, T b) { return is_nan(a) ? a : is_nan(b) ? b : b < a ? b : a; }
+};
+// Comparisons give bool; NaN compares unordered (only Ne is true).
+struct Lt { template <class T> FLUXION_HD static bool apply(T a, T b) { return a < b; } };
+struct Le { template <class T> FLUXION_HD static bool apply(T a, T b) { return a <= b; } };
+struct Gt { template <class T> FLUXION_HD static bool apply(T a, T b) { return a > b; } };
+struct Ge { template <class T> FLUXION_HD static bool apply(T a, T b) { return a >= b; } };
+struct Eq { template <class T> FLUXION_HD static bool apply(T a, T b) { return a == b; } };
+struct Ne { template <class T> FLUXION_HD static bool apply(T a, T b) { return a != b; } };
+struct LogicalAnd {  // logical on bool, bitwise on integers
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsBool<T>) return a && b;
+    else return T(a & b);
+  }
+};
+struct LogicalOr {  // logical on bool, bitwise on integers
+  template <class T> FLUXION_HD static T apply(T a, T b) {
+    if constexpr (kIsBool<T>) return a || b;
+    else return T(a | b);
+  }
+};
+
+// ---- conversion ----
+struct Select {  // operands in the primitive's order: pred, on_true, on_false
+  template <class T> FLUXION_HD static T apply(bool pred, T on_true, T on_false) { return pred ? on_true : on_false; }
+};
+// From -> To: to bool is x != 0 (NaN -> true); float -> integer maps NaN to 0 and saturates
+// (casting an out-of-range float is undefined); everything else is the C++ conversion (floats
+// round to nearest).
+template <class To> struct ConvertElementType {
+  template <class From> FLUXION_HD static To apply(From x) {
+    if constexpr (kIsBool<To>) {
+      return x != From(0);
+    } else if constexpr (kIsInteger<To> && kIsFloating<From>) {
+      if (x != x) return To(0);
+      if (x <= From(int_min<To>())) return int_min<To>();
+      if (x >= From(int_max<To>())) return int_max<To>();  // From(max) may round up to 2^(bits-1)
+      return To(x);
+    } else {
+      return To(x);
+    }
+  }
+};
+
+}  // namespace fluxion::scalar
+)
+// clang-format on
