@@ -1,4 +1,5 @@
-// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner is put in its slot
+// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner (and, in a CUDA build,
+// the CUDA runner of backends/cuda/jit/) is put in its slot
 // when the registry is first used (a self-registering object file would be dropped from the static
 // library by the linker when nothing else in it is referenced).
 #include "runtime/backend.hpp"
@@ -9,6 +10,9 @@
 
 #include "backends/cpu/plan_runner.hpp"
 #include "backends/cuda/kernel_table.hpp"
+#ifdef FLUXION_WITH_CUDA
+#include "backends/cuda/jit/plan_runners.hpp"
+#endif
 #include "fluxion/errors.hpp"
 
 namespace fluxion::runtime {
@@ -20,6 +24,9 @@ struct Runners {
   Runners() {
     for (auto& r : slot) r.store(nullptr);
     slot[static_cast<size_t>(Backend::cpu)].store(&cpu::plan_runner());
+#ifdef FLUXION_WITH_CUDA
+    slot[static_cast<size_t>(Backend::cuda)].store(&cuda::jit::cuda_plan_runner());  // backends/cuda/jit/
+#endif
   }
 };
 
