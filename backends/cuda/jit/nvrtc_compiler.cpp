@@ -159,4 +159,10 @@ std::string nvrtc_version() {
 
 int nvrtc_compile_count() { return nvrtc_detail::compiles.load(); }
 
+void forget_compiled_ptx() {
+  nvrtc_detail::MemoryCache& cache = nvrtc_detail::memory_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.ptx.clear();
+}
+
 }  // namespace fluxion::cuda::jit

@@ -26,4 +26,7 @@ std::string nvrtc_version();
 /// How many NVRTC compiles this process ran (tests check that the caches spare them).
 int nvrtc_compile_count();
 
+/// Empties the in-memory cache (tests of the disk cache; loaded kernels are not affected).
+void forget_compiled_ptx();
+
 }  // namespace fluxion::cuda::jit
