@@ -1,6 +1,6 @@
 // Elementwise binary primitives: add sub mul div pow max min atan2 rem lt le gt ge eq ne and or.
-// Each is one Op struct (scalar functor shared by CPU and CUDA, optional vectorised Eigen form,
-// independent reference) plus one registration line. Integer arithmetic never has undefined
+// Each is one Op struct (scalar functor shared by CPU and CUDA: primitives/scalar_functions.hpp;
+// optional vectorised Eigen form; independent reference) plus one registration line. Integer arithmetic never has undefined
 // behaviour: add/sub/mul wrap, x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0 (XLA's).
 #include <cmath>
 #include <type_traits>
@@ -11,11 +11,13 @@
 #include "primitives/binary.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
+#include "primitives/scalar_functions.hpp"
 
 namespace fluxion::primitives {
 namespace binary_family {
 
-using LD = long double;  // the reference computes floating results in extended precision
+using LD = long double;                        // the reference computes floating results in extended precision
+namespace shared = fluxion::scalar_functions;  // the scalar forms (CPU and CUDA)
 
 template <class T> using Unsigned = std::make_unsigned_t<T>;
 
@@ -23,15 +25,13 @@ template <class T> using Unsigned = std::make_unsigned_t<T>;
 // scalar functor does through unsigned arithmetic).
 template <class A> using IfFloating = std::enable_if_t<std::is_floating_point_v<typename A::Scalar>, int>;
 
-// Two's complement wrap-around arithmetic, computed in unsigned (where overflow is defined).
+// The reference's two's complement wrap-around arithmetic, computed in unsigned (where overflow
+// is defined).
 template <class T> T wrap_add(T x, T y) {
   return static_cast<T>(static_cast<Unsigned<T>>(x) + static_cast<Unsigned<T>>(y));
 }
 template <class T> T wrap_sub(T x, T y) {
   return static_cast<T>(static_cast<Unsigned<T>>(x) - static_cast<Unsigned<T>>(y));
-}
-template <class T> T wrap_mul(T x, T y) {
-  return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(y));
 }
 template <class T> T wrap_neg(T x) { return static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x)); }
 
@@ -47,12 +47,9 @@ template <class T> bool is_nan(T x) {
 
 struct Add {
   static constexpr const char* name = "add";
-  using Packet = cpu::binary_ops::Add;  // floats: Packet::one
+  using Packet = cpu::binary_ops::Add;  // the fused register-program operation
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return wrap_add(x, y);
-    else return Packet::one(x, y);
-  }
+  template <class T> static T scalar(T x, T y) { return shared::Add::apply(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a + b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) return wrap_sub(x, wrap_neg(y));
@@ -61,12 +58,9 @@ struct Add {
 };
 struct Sub {
   static constexpr const char* name = "sub";
-  using Packet = cpu::binary_ops::Sub;  // floats: Packet::one
+  using Packet = cpu::binary_ops::Sub;  // the fused register-program operation
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return wrap_sub(x, y);
-    else return Packet::one(x, y);
-  }
+  template <class T> static T scalar(T x, T y) { return shared::Sub::apply(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a - b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) return wrap_add(x, wrap_neg(y));
@@ -75,12 +69,9 @@ struct Sub {
 };
 struct Mul {
   static constexpr const char* name = "mul";
-  using Packet = cpu::binary_ops::Mul;  // floats: Packet::one
+  using Packet = cpu::binary_ops::Mul;  // the fused register-program operation
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_integral_v<T>) return wrap_mul(x, y);
-    else return Packet::one(x, y);
-  }
+  template <class T> static T scalar(T x, T y) { return shared::Mul::apply(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a * b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) {  // |x|*|y| in unsigned, then the sign
@@ -93,17 +84,9 @@ struct Mul {
 };
 struct Div {  // integers: truncating; x/0 = -1, INT_MIN/-1 = INT_MIN
   static constexpr const char* name = "div";
-  using Packet = cpu::binary_ops::Div;  // floats: Packet::one
+  using Packet = cpu::binary_ops::Div;  // the fused register-program operation
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_integral_v<T>) {
-      if (y == 0) return T(-1);
-      if (y == T(-1)) return wrap_neg(x);
-      return x / y;
-    } else {
-      return Packet::one(x, y);
-    }
-  }
+  template <class T> static T scalar(T x, T y) { return shared::Div::apply(x, y); }
   template <class A, class B, IfFloating<A> = 0> static auto array(const A& a, const B& b) { return a / b; }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) {  // quotient of magnitudes, then the sign
@@ -118,15 +101,7 @@ struct Div {  // integers: truncating; x/0 = -1, INT_MIN/-1 = INT_MIN
 struct Rem {  // sign of the dividend (C fmod); integers: x%0 = x, INT_MIN%-1 = 0
   static constexpr const char* name = "rem";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_integral_v<T>) {
-      if (y == 0) return x;
-      if (y == T(-1)) return T(0);
-      return x % y;
-    } else {
-      return std::fmod(x, y);
-    }
-  }
+  template <class T> static T scalar(T x, T y) { return shared::Rem::apply(x, y); }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_integral_v<T>) {  // remainder of magnitudes, then the dividend's sign
       if (y == T(0)) return x;
@@ -143,13 +118,13 @@ struct Rem {  // sign of the dividend (C fmod); integers: x%0 = x, INT_MIN%-1 = 
 struct Pow {
   static constexpr const char* name = "pow";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x, T y) { return std::pow(x, y); }
+  template <class T> static T scalar(T x, T y) { return shared::Pow::apply(x, y); }
   template <class T> static T reference(T x, T y) { return T(std::pow(LD(x), LD(y))); }
 };
 struct Atan2 {
   static constexpr const char* name = "atan2";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x, T y) { return std::atan2(x, y); }
+  template <class T> static T scalar(T x, T y) { return shared::Atan2::apply(x, y); }
   template <class T> static T reference(T x, T y) { return T(std::atan2(LD(x), LD(y))); }
 };
 // max (kMax) or min of floats, NaN-propagating (a NaN operand is the result, the first if both),
@@ -158,8 +133,9 @@ struct Atan2 {
 // operands in packets and the first in their scalar form, so a vector body and its tail
 // disagreed on the sign of max(+0, -0).
 template <bool kMax> struct Extremum {
-  template <class T> T operator()(const T& a, const T& b) const {
-    return is_nan(a) ? a : is_nan(b) ? b : (kMax ? a < b : b < a) ? b : a;
+  template <class T> T operator()(const T& a, const T& b) const {  // one element: the shared functor
+    if constexpr (kMax) return shared::Max::apply(a, b);
+    else return shared::Min::apply(a, b);
   }
   template <class P> P packetOp(const P& a, const P& b) const {
     namespace ei = Eigen::internal;
@@ -181,7 +157,7 @@ namespace binary_family {
 struct Max {  // NaN-propagating; of equal operands (+0, -0) the first
   static constexpr const char* name = "max";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { return Extremum<true>()(x, y); }
+  template <class T> static T scalar(T x, T y) { return shared::Max::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) {
     if constexpr (std::is_floating_point_v<typename A::Scalar>) return a.binaryExpr(b, Extremum<true>());
     else return a.max(b);
@@ -194,7 +170,7 @@ struct Max {  // NaN-propagating; of equal operands (+0, -0) the first
 struct Min {  // NaN-propagating; of equal operands (+0, -0) the first
   static constexpr const char* name = "min";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x, T y) { return Extremum<false>()(x, y); }
+  template <class T> static T scalar(T x, T y) { return shared::Min::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) {
     if constexpr (std::is_floating_point_v<typename A::Scalar>) return a.binaryExpr(b, Extremum<false>());
     else return a.min(b);
@@ -209,42 +185,42 @@ struct Min {  // NaN-propagating; of equal operands (+0, -0) the first
 struct Lt {
   static constexpr const char* name = "lt";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static bool scalar(T x, T y) { return x < y; }
+  template <class T> static bool scalar(T x, T y) { return shared::Lt::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) { return a < b; }
   template <class T> static bool reference(T x, T y) { return y > x; }
 };
 struct Le {
   static constexpr const char* name = "le";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static bool scalar(T x, T y) { return x <= y; }
+  template <class T> static bool scalar(T x, T y) { return shared::Le::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) { return a <= b; }
   template <class T> static bool reference(T x, T y) { return y >= x; }
 };
 struct Gt {
   static constexpr const char* name = "gt";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static bool scalar(T x, T y) { return x > y; }
+  template <class T> static bool scalar(T x, T y) { return shared::Gt::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) { return a > b; }
   template <class T> static bool reference(T x, T y) { return y < x; }
 };
 struct Ge {
   static constexpr const char* name = "ge";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static bool scalar(T x, T y) { return x >= y; }
+  template <class T> static bool scalar(T x, T y) { return shared::Ge::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) { return a >= b; }
   template <class T> static bool reference(T x, T y) { return y <= x; }
 };
 struct Eq {
   static constexpr const char* name = "eq";
   static constexpr DTypeSet dtypes = kAny;
-  template <class T> static bool scalar(T x, T y) { return x == y; }
+  template <class T> static bool scalar(T x, T y) { return shared::Eq::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) { return a == b; }
   template <class T> static bool reference(T x, T y) { return !(x != y); }
 };
 struct Ne {
   static constexpr const char* name = "ne";
   static constexpr DTypeSet dtypes = kAny;
-  template <class T> static bool scalar(T x, T y) { return x != y; }
+  template <class T> static bool scalar(T x, T y) { return shared::Ne::apply(x, y); }
   template <class A, class B> static auto array(const A& a, const B& b) { return a != b; }
   template <class T> static bool reference(T x, T y) { return !(x == y); }
 };
@@ -253,10 +229,7 @@ struct Ne {
 struct And {
   static constexpr const char* name = "and";
   static constexpr DTypeSet dtypes = kIntegerOrBool;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_same_v<T, bool>) return x && y;
-    else return x & y;
-  }
+  template <class T> static T scalar(T x, T y) { return shared::LogicalAnd::apply(x, y); }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x ? y : false;
     else return T(~(~x | ~y));
@@ -265,10 +238,7 @@ struct And {
 struct Or {
   static constexpr const char* name = "or";
   static constexpr DTypeSet dtypes = kIntegerOrBool;
-  template <class T> static T scalar(T x, T y) {
-    if constexpr (std::is_same_v<T, bool>) return x || y;
-    else return x | y;
-  }
+  template <class T> static T scalar(T x, T y) { return shared::LogicalOr::apply(x, y); }
   template <class T> static T reference(T x, T y) {
     if constexpr (std::is_same_v<T, bool>) return x ? true : y;
     else return T(~(~x & ~y));

@@ -11,6 +11,7 @@
 #include "primitives/conversion.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
+#include "primitives/scalar_functions.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion::primitives {
@@ -133,7 +134,8 @@ void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std
 #endif
 
 // The block kernel of fused steps (cpu::BlockKernel): the CPU kernel's conversion over a block; a
-// scalar input is converted once and fills the block.
+// scalar input is converted once (by the shared functor, primitives/scalar_functions.hpp) and fills
+// the block.
 void convert_block(DType from, const void* const* in, const bool* scalar, void* out, int64_t n, DType to) {
   if (scalar[0] || kLightKernels) {
     dispatch_dtype(from, [&](auto from_tag) {
@@ -142,9 +144,10 @@ void convert_block(DType from, const void* const* in, const bool* scalar, void* 
         using To = typename decltype(to_tag)::type;
         const From* x = static_cast<const From*>(in[0]);
         To* y = static_cast<To*>(out);
-        if (scalar[0]) std::fill(y, y + n, detail::convert_scalar<To>(x[0]));
+        using Convert = scalar_functions::ConvertElementType<To>;
+        if (scalar[0]) std::fill(y, y + n, Convert::apply(x[0]));
         else
-          for (int64_t i = 0; i < n; ++i) y[i] = detail::convert_scalar<To>(x[i]);
+          for (int64_t i = 0; i < n; ++i) y[i] = Convert::apply(x[i]);
       });
     });
     return;

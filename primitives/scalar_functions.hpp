@@ -1,11 +1,13 @@
 /// The scalar functor of every elementwise primitive, one source for three compilers: g++ (the CPU's
 /// scalar forms and the cuda_emulated kernels), nvcc (the CUDA kernels) and NVRTC (jit's generated
-/// kernels, which get this text from fluxion::scalar::source()). One struct per primitive, named
+/// kernels, which get this text from fluxion::scalar_functions::source()). One struct per primitive, named
 /// after it in CamelCase (and -> LogicalAnd, or -> LogicalOr, not -> Not):
 ///   unary:   template <class T> FLUXION_HD static auto apply(T x);
 ///   binary:  template <class T> FLUXION_HD static auto apply(T a, T b);    // bool for comparisons
 ///   select:  template <class T> FLUXION_HD static T apply(bool pred, T on_true, T on_false);
 ///   convert: ConvertElementType<To>::apply(From x)  // a template on the result element type
+/// The namespace is fluxion::scalar_functions, not fluxion::scalar: that is the public function
+/// making a rank-0 tensor (fluxion/tensor.hpp), and a namespace cannot share its name.
 /// Each accepts the element types its primitive's shape rule accepts (bool, int, long, long long,
 /// float, double); callers instantiate it only for those.
 ///
@@ -33,16 +35,16 @@
 #include <math.h>
 #endif
 
-/// Compiles its argument and defines fluxion::scalar::source() returning it as text.
+/// Compiles its argument and defines fluxion::scalar_functions::source() returning it as text.
 #define FLUXION_SHARED_SOURCE(...)                     \
   __VA_ARGS__                                          \
-  namespace fluxion::scalar {                          \
+  namespace fluxion::scalar_functions {                \
   inline const char* source() { return #__VA_ARGS__; } \
   }
 
 // clang-format off
 FLUXION_SHARED_SOURCE(
-namespace fluxion::scalar {
+namespace fluxion::scalar_functions {
 
 // ---- element type traits (no <type_traits> under NVRTC) ----
 template <class T> inline constexpr bool kIsFloating = false;
@@ -247,6 +249,6 @@ template <class To> struct ConvertElementType {
   }
 };
 
-}  // namespace fluxion::scalar
+}  // namespace fluxion::scalar_functions
 )
 // clang-format on

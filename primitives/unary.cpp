@@ -1,13 +1,16 @@
 // Elementwise unary primitives: neg sin cos tan exp log log1p expm1 sqrt rsqrt tanh logistic abs
 // sign floor ceil round round_nearest_even not stop_gradient. Each is one Op struct (scalar
 // functor, optional vectorised Eigen form, independent reference) plus one registration line.
-// Floating-point forms come from backends/cpu/unary_packets.hpp: one value is computed as one
-// lane of the packet form, so every path (vector body, tails, fused blocks, constant folding)
-// gives the same bits; special values follow the C library (tests/test_special_values.cpp).
+// Floating-point forms with a packet form come from backends/cpu/unary_packets.hpp: one value is
+// computed as one lane of the packet form, so every path (vector body, tails, fused blocks,
+// constant folding) gives the same bits; special values follow the C library
+// (tests/test_special_values.cpp). Every other scalar form (integer paths, tan, abs, not,
+// stop_gradient) is the shared functor of primitives/scalar_functions.hpp, the CUDA kernels' text.
 #include <Eigen/Core>
 #include <cmath>
 
 #include "backends/cpu/unary_packets.hpp"
+#include "primitives/scalar_functions.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
@@ -24,7 +27,8 @@ template <class T> T wrap_neg(T x) {
   return static_cast<T>(U(0) - static_cast<U>(x));
 }
 
-namespace ops = cpu::unary_ops;  // backends/cpu/unary_packets.hpp
+namespace ops = cpu::unary_ops;                // backends/cpu/unary_packets.hpp
+namespace shared = fluxion::scalar_functions;  // primitives/scalar_functions.hpp
 
 /// Op::scalar and Op::array of a floating-point primitive from its packet operation F: one value
 /// is lane 0 of F's packet form, so every kernel path gives the vector body's bits.
@@ -39,7 +43,7 @@ struct Neg {
   using Packet = ops::Neg;
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x) {
-    if constexpr (std::is_integral_v<T>) return wrap_neg(x);
+    if constexpr (std::is_integral_v<T>) return shared::Neg::apply(x);
     else return ops::apply_one<ops::Neg>(x);
   }
   template <class A> static auto array(const A& a) {
@@ -74,7 +78,7 @@ struct Cos : PacketForm<ops::Cos> {
 struct Tan {
   static constexpr const char* name = "tan";
   static constexpr DTypeSet dtypes = kFloating;
-  template <class T> static T scalar(T x) { return std::tan(x); }
+  template <class T> static T scalar(T x) { return shared::Tan::apply(x); }
   template <class T> static T reference(T x) { return T(std::sin(LD(x)) / std::cos(LD(x))); }
   static Tensor derivative(const Tensor& x, const Tensor& y, const Tensor& t) {
     (void)x;
@@ -166,10 +170,7 @@ struct Logistic : PacketForm<ops::Logistic> {
 struct Abs {
   static constexpr const char* name = "abs";
   static constexpr DTypeSet dtypes = kNumeric;
-  template <class T> static T scalar(T x) {
-    if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_neg(x) : x;
-    else return std::abs(x);
-  }
+  template <class T> static T scalar(T x) { return shared::Abs::apply(x); }
   template <class T> static T reference(T x) { return x < T(0) ? reference_neg(x) : (x == T(0) ? T(0) : x); }
   template <class T> static T reference_neg(T x) {
     if constexpr (std::is_integral_v<T>) return wrap_neg(x);
@@ -185,7 +186,7 @@ struct Sign {  // ±0 and NaN map to themselves (XLA's sign)
   static constexpr const char* name = "sign";
   static constexpr DTypeSet dtypes = kNumeric;
   template <class T> static T scalar(T x) {
-    if constexpr (std::is_integral_v<T>) return T((x > T(0)) - (x < T(0)));
+    if constexpr (std::is_integral_v<T>) return shared::Sign::apply(x);
     else return ops::apply_one<ops::Sign>(x);
   }
   template <class A> static auto array(const A& a) {
@@ -228,10 +229,7 @@ struct RoundNearestEven : PacketForm<ops::RoundEven> {  // halfway cases to even
 struct Not {  // logical on bool, bitwise on integers
   static constexpr const char* name = "not";
   static constexpr DTypeSet dtypes = kIntegerOrBool;
-  template <class T> static T scalar(T x) {
-    if constexpr (std::is_same_v<T, bool>) return !x;
-    else return ~x;
-  }
+  template <class T> static T scalar(T x) { return shared::Not::apply(x); }
   template <class T> static T reference(T x) {
     if constexpr (std::is_same_v<T, bool>) return x ? false : true;
     else return T(-1) - x;
@@ -240,7 +238,7 @@ struct Not {  // logical on bool, bitwise on integers
 struct StopGradient {  // identity whose derivative is zero; eager evaluation is a view
   static constexpr const char* name = "stop_gradient";
   static constexpr DTypeSet dtypes = kAny;
-  template <class T> static T scalar(T x) { return x; }
+  template <class T> static T scalar(T x) { return shared::StopGradient::apply(x); }
   template <class T> static T reference(T x) { return x; }
 };
 
