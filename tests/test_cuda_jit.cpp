@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
@@ -180,6 +181,55 @@ TEST_CASE("cuda jit: kernels are named by their source; literals are parameters"
   CHECK(jit::fused_grid(1, 4) == 1);
   CHECK(jit::fused_grid(257, 4) == 2);
   CHECK(jit::fused_grid(1 << 20, 4) == 4);
+}
+
+TEST_CASE("cuda jit: the CUDA runner is Backend::cuda's, planning with the jit's lowering slot") {
+  const rt::PlanRunner& runner = rt::plan_runner(fx::Backend::cuda);
+  CHECK(&runner == &jit::cuda_plan_runner());
+  CHECK(&runner.lowering() == &jit::fused_lowering());
+  CHECK(jit::fused_lowering().fuses(
+      *fx::make_jaxpr([](const fx::Tensor& x) { return fx::sin(x); })(fx::zeros({2})).equations[0].primitive));
+}
+
+TEST_CASE("cuda jit (emulated): concurrent calls of one plan each use their own state") {
+  auto f = [](const std::vector<fx::Tensor>& a) { return std::vector<fx::Tensor>{fx::exp(a[0] * 0.5) - a[0]}; };
+  const fx::Tensor x = random_tensor({5000}, fx::f64, 17);
+  const fx::Jaxpr j = fx::make_jaxpr(f)(std::vector<fx::Tensor>{x});
+  std::vector<fx::Tensor> want;
+  fx::compile_jaxpr(j, fx::Device::cpu())->run({x}, want);
+  EmulatedSwap swap;
+  auto exe = fx::compile_jaxpr(j, fx::Device::cpu());
+  std::vector<std::vector<fx::Tensor>> got(4);
+  std::vector<std::thread> threads;
+  for (auto& out : got)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 5; ++k) exe->run({x}, out);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const auto& out : got) check_close(out, want, 1e-12);
+}
+
+TEST_CASE("cuda jit on a GPU: fused chains on cuda:0 give the CPU jit's values") {
+  if (!fx::cuda::is_available()) {
+    MESSAGE("skipped: " << fx::cuda::unavailable_reason());
+    return;
+  }
+  auto f = [](const fx::Tensor& x, const fx::Tensor& y, const fx::Tensor& s) {
+    fx::Tensor t = fx::sin(x) * y + fx::exp(-x * x) / (1.0 + y * s);
+    return fx::tanh(t) - fx::maximum(x, y) * 0.25;
+  };
+  for (fx::DType d : {fx::f32, fx::f64}) {
+    CAPTURE(d);
+    const fx::Tensor x = random_tensor({1000, 300}, d, 18), y = random_tensor({1000, 300}, d, 19);
+    const fx::Tensor s = random_tensor({}, d, 20);
+    const fx::Tensor want = fx::jit(f)(x, y, s);
+    const fx::Device gpu = fx::Device::cuda(0);
+    auto on_gpu = fx::jit(f);
+    fx::Tensor got;
+    for (int k = 0; k < 3; ++k) got = on_gpu(fx::device_put(x, gpu), fx::device_put(y, gpu), fx::device_put(s, gpu));
+    CHECK(got.device() == gpu);
+    check_close({fx::device_put(got, fx::Device::cpu())}, {want}, d == fx::f32 ? 2e-5 : 1e-12);
+  }
 }
 
 #else
