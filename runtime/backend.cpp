@@ -10,10 +10,15 @@
 
 #include "backends/cpu/plan_runner.hpp"
 #include "backends/cuda/kernel_table.hpp"
-#ifdef FLUXION_WITH_CUDA
-#include "backends/cuda/jit/plan_runners.hpp"
-#endif
 #include "fluxion/errors.hpp"
+
+#ifdef FLUXION_WITH_CUDA
+namespace fluxion::cuda::jit {
+// The CUDA runner (backends/cuda/jit/plan_runners.hpp, in the compiled fluxion_cuda library),
+// declared here so that the installed implementation files need no header of that library.
+const runtime::PlanRunner& cuda_plan_runner();
+}  // namespace fluxion::cuda::jit
+#endif
 
 namespace fluxion::runtime {
 

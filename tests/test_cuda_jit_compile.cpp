@@ -167,6 +167,15 @@ TEST_CASE("cuda jit compile: a compile error is a fluxion::Error carrying NVRTC'
     CHECK_MESSAGE(what.find("NVRTC could not compile generated kernel fx_broken for compute_80") != std::string::npos,
                   what);
     CHECK_MESSAGE(what.find("undefined_name") != std::string::npos, what);  // the log
+    // ... and where the source is kept, since the log cites its lines.
+    const size_t at = what.find("The source is in ");
+    REQUIRE_MESSAGE(at != std::string::npos, what);
+    const std::string path = what.substr(at + 17, what.find(".cu", at) + 3 - (at + 17));
+    std::ifstream kept(path);
+    std::stringstream text;
+    text << kept.rdbuf();
+    CHECK(text.str() == source);
+    std::remove(path.c_str());
   }
 }
 

@@ -2,7 +2,9 @@
 // by a hash of the whole source; FusedArgs: the per-call argument array of such a kernel.
 #include "backends/cuda/jit/fused_kernel.hpp"
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "backends/cuda/jit/shared_functors.hpp"
@@ -153,6 +155,14 @@ std::string emulation_entry(const FusedKernel& kernel) {
   }
   os << ");\n  });\n}\n";
   return os.str();
+}
+
+std::string keep_failed_source(const std::string& file_name, const std::string& text) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + file_name;
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  return out.flush() ? path : std::string();
 }
 
 void FusedArgs::prepare(const FusedKernel& kernel) {

@@ -49,6 +49,10 @@ FusedKernel generate_fused_kernel(const Jaxpr& j, const runtime::Step& step);
 /// header (host_compiler.hpp); never part of what NVRTC compiles.
 std::string emulation_entry(const FusedKernel& kernel);
 
+/// Writes `text`, a kernel source that failed to compile, to $TMPDIR (or /tmp) as `file_name` and
+/// returns the path, or "" when it cannot: compile errors name it, since their logs cite its lines.
+std::string keep_failed_source(const std::string& file_name, const std::string& text);
+
 /// Threads per block of a fused kernel launch.
 inline constexpr int64_t kFusedBlockThreads = 256;
 /// Blocks of a launch over `n` elements: one thread per element up to `max_blocks` blocks, beyond

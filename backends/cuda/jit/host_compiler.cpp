@@ -90,10 +90,13 @@ EmulatedEntry compile(const FusedKernel& kernel) {
   const std::string command = "'" + compiler() + "' -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -o '" + so +
                               "' '" + cpp + "' > '" + log + "' 2>&1";
   const int status = std::system(command.c_str());
-  if (status != 0)
+  if (status != 0) {
+    const std::string kept = keep_failed_source(kernel.name + ".emulated.cpp", read_file(cpp));
     detail::fail<Error>("jit", "the host compiler could not compile emulated kernel ", kernel.name, " (", command,
-                        " exited with ", status, "):\n", read_file(log),
-                        "\nSet FLUXION_JIT_HOST_CXX to a working C++17 compiler.");
+                        " exited with ", status, "):\n", read_file(log), "\nThe source is ",
+                        kept.empty() ? std::string("not kept (TMPDIR is not writable)") : "in " + kept,
+                        ". Set FLUXION_JIT_HOST_CXX to a working C++17 compiler.");
+  }
   void* library = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) detail::fail<Error>("jit", "dlopen of emulated kernel ", kernel.name, " failed: ", dlerror(), ".");
   void* entry = dlsym(library, (kernel.name + "_emulate").c_str());

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <utility>
 
+#include "backends/cuda/jit/fused_kernel.hpp"
 #include "fluxion/errors.hpp"
 
 #include <unistd.h>
@@ -53,11 +54,14 @@ std::string compile(const std::string& source, const std::string& name, int arch
   const std::string gpu = "--gpu-architecture=compute_" + std::to_string(arch);
   const char* options[] = {gpu.c_str(), "-default-device", "-std=c++17", "--fmad=false"};
   const nvrtcResult r = nvrtcCompileProgram(program.handle, 4, options);
-  if (r != NVRTC_SUCCESS)
+  if (r != NVRTC_SUCCESS) {
+    const std::string kept = keep_failed_source(name + ".cu", source);
     detail::fail<Error>("jit", "NVRTC could not compile generated kernel ", name, " for compute_", arch, " (",
-                        nvrtcGetErrorString(r), "):\n", log_of(program.handle),
-                        "\nThis is a bug in the CUDA jit's code generation or the shared functors: please report it"
-                        " with FLUXION_DUMP_PASSES=1 output.");
+                        nvrtcGetErrorString(r), "):\n", log_of(program.handle), "\nThe source is ",
+                        kept.empty() ? std::string("not kept (TMPDIR is not writable)") : "in " + kept,
+                        ". This is a bug in the CUDA jit's code generation or the shared functors: please report it"
+                        " with that file.");
+  }
   size_t size = 0;
   check(nvrtcGetPTXSize(program.handle, &size), "nvrtcGetPTXSize");
   std::string ptx(size, '\0');
