@@ -1,7 +1,8 @@
 // Elementwise binary primitives: add sub mul div pow max min atan2 rem lt le gt ge eq ne and or.
 // Each is one Op struct (scalar functor shared by CPU and CUDA: primitives/scalar_functions.hpp;
-// optional vectorised Eigen form; independent reference) plus one registration line. Integer arithmetic never has undefined
-// behaviour: add/sub/mul wrap, x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0 (XLA's).
+// optional vectorised Eigen form; independent reference) plus one registration line. Integer
+// arithmetic never has undefined behaviour: add/sub/mul wrap, x/0 = -1, x%0 = x,
+// INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0 (XLA's).
 #include <cmath>
 #include <type_traits>
 
