@@ -1,7 +1,7 @@
-/// The scalar functor of every elementwise primitive, one source for three compilers: g++ (the CPU's
-/// scalar forms and the cuda_emulated kernels), nvcc (the CUDA kernels) and NVRTC (jit's generated
-/// kernels, which get this text from fluxion::scalar_functions::source()). One struct per primitive, named
-/// after it in CamelCase (and -> LogicalAnd, or -> LogicalOr, not -> Not):
+/// The scalar functor of every elementwise primitive, one source for three compilers: g++ (the
+/// CPU's scalar forms and the cuda_emulated kernels), nvcc (the CUDA kernels) and NVRTC (jit's
+/// generated kernels, which get this text from fluxion::scalar_functions::source()). One struct
+/// per primitive, named after it in CamelCase (and -> LogicalAnd, or -> LogicalOr, not -> Not):
 ///   unary:   template <class T> FLUXION_HD static auto apply(T x);
 ///   binary:  template <class T> FLUXION_HD static auto apply(T a, T b);    // bool for comparisons
 ///   select:  template <class T> FLUXION_HD static T apply(bool pred, T on_true, T on_false);
@@ -103,7 +103,7 @@ FLUXION_HD inline float fx_ceil(float x) { return ::ceilf(x); }
 FLUXION_HD inline double fx_ceil(double x) { return ::ceil(x); }
 FLUXION_HD inline float fx_round(float x) { return ::roundf(x); }  // half away from zero
 FLUXION_HD inline double fx_round(double x) { return ::round(x); }
-FLUXION_HD inline float fx_rint(float x) { return ::rintf(x); }  // half to even (the default rounding mode)
+FLUXION_HD inline float fx_rint(float x) { return ::rintf(x); }  // half to even (default rounding mode)
 FLUXION_HD inline double fx_rint(double x) { return ::rint(x); }
 FLUXION_HD inline float fx_pow(float x, float y) { return ::powf(x, y); }
 FLUXION_HD inline double fx_pow(double x, double y) { return ::pow(x, y); }

@@ -1,6 +1,7 @@
-/// Host-only map from an elementwise primitive to its scalar functor in primitives/scalar_functions.hpp,
-/// by name, for code generators (jit's NVRTC kernels call `<name>::apply(...)` on the text of
-/// fluxion::scalar_functions::source()). Primitives are compared by handle, never by name.
+/// Host-only map from an elementwise primitive to its scalar functor in
+/// primitives/scalar_functions.hpp, by name, for code generators (jit's NVRTC kernels call
+/// `<name>::apply(...)` after the text of fluxion::scalar_functions::source()). Primitives are
+/// compared by handle, never by name.
 #pragma once
 #include "fluxion/dtype.hpp"
 #include "fluxion/primitive.hpp"
@@ -19,7 +20,7 @@ struct FunctorName {
 };
 
 /// Every elementwise primitive with its functor and operand count. convert_element_type's functor
-/// is a template on the result element type: `fluxion::scalar_functions::ConvertElementType<To>::apply(x)`.
+/// is a template on the result element type: `fluxion::scalar_functions::ConvertElementType<To>`.
 inline const FunctorName* functor_table(int& size) {
   namespace u = primitives::unary_family;
   namespace b = primitives::binary_family;
@@ -79,9 +80,9 @@ inline const FunctorName* find_functor(const Primitive& p) {
 
 }  // namespace scalar_names_detail
 
-/// The qualified name of `p`'s scalar functor ("fluxion::scalar_functions::Sin"), nullptr when `p` is not
-/// elementwise with a functor. For convert_element_type the name is a template taking the result
-/// element type (scalar_type_name(new_dtype)).
+/// The qualified name of `p`'s scalar functor ("fluxion::scalar_functions::Sin"), nullptr when `p`
+/// is not an elementwise primitive. For convert_element_type the name is a template taking the
+/// result element type: append `<` scalar_type_name(new_dtype) `>`.
 inline const char* scalar_functor_name(const Primitive& p) {
   const scalar_names_detail::FunctorName* f = scalar_names_detail::find_functor(p);
   return f ? f->name : nullptr;
