@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "sample_eval.hpp"
 #include "samples.hpp"
 
 #ifdef FLUXION_WITH_CUDA
 #include "backends/cuda/jit/fused_kernel.hpp"
+#include "backends/cuda/jit/host_compiler.hpp"
 #include "backends/cuda/jit/plan_runners.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/executable.hpp"
@@ -181,6 +183,72 @@ TEST_CASE("cuda jit: kernels are named by their source; literals are parameters"
   CHECK(jit::fused_grid(1, 4) == 1);
   CHECK(jit::fused_grid(257, 4) == 2);
   CHECK(jit::fused_grid(1 << 20, 4) == 4);
+}
+
+/// "" when `got` and `want` hold the same values bit for bit as far as a value can tell (NaN equals
+/// NaN, zeros' signs compared), else the first difference.
+std::string exact_difference(const fx::Tensor& got, const fx::Tensor& want) {
+  if (!(got.aval() == want.aval())) return "avals differ";
+  if (!fx::is_floating(want.dtype())) {
+    const std::vector<int64_t> g = got.to_vector<int64_t>(), w = want.to_vector<int64_t>();
+    for (size_t i = 0; i < g.size(); ++i)
+      if (g[i] != w[i])
+        return "element " + std::to_string(i) + ": " + std::to_string(g[i]) + " vs " + std::to_string(w[i]);
+    return "";
+  }
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool same =
+        (std::isnan(g[i]) && std::isnan(w[i])) || (g[i] == w[i] && std::signbit(g[i]) == std::signbit(w[i]));
+    if (!same) return "element " + std::to_string(i) + ": " + std::to_string(g[i]) + " vs " + std::to_string(w[i]);
+  }
+  return "";
+}
+
+TEST_CASE("cuda jit (emulated): every elementwise sample, inside a generated kernel, gives its eager kernel's bits") {
+  // Each sample of an elementwise primitive with a functor, followed by an exact identity that
+  // fuses with it (neg twice; logical_not twice on bool), planned without the optimizing passes
+  // (which would drop the identity), so the primitive is a member of a generated kernel. The eager
+  // cuda_emulated kernel applies the same functor: the values must agree bit for bit.
+  fx::runtime::ensure_kernel_table(fx::Backend::cuda_emulated);
+  int fused = 0, primitives = 0;
+  for (const fx::Primitive* p : fx::all_primitives()) {
+    if (!jit::fused_lowering().fuses(*p)) continue;
+    auto it = fluxion::testing::sample_registry().find(p->name);
+    if (it == fluxion::testing::sample_registry().end()) continue;
+    ++primitives;
+    for (fx::DType dt : {fx::f32, fx::f64}) {
+      for (const fluxion::testing::Sample& sample : it->second.make(dt)) {
+        CAPTURE(p->name);
+        CAPTURE(sample.label);
+        const fx::Jaxpr one = fluxion::testing::stage_sample(sample);
+        REQUIRE(one.equations.size() == 1);
+        const std::vector<fx::Tensor> in = fluxion::testing::equation_inputs(one, sample);
+        const fx::Tensor want = fx::eval_primitive(*p, in, *one.equations[0].params, fx::Backend::cuda_emulated)[0];
+        auto identity = [](const fx::Tensor& y) {
+          return y.dtype() == fx::boolean ? fx::lax::logical_not(fx::lax::logical_not(y))
+                                          : fx::lax::neg(fx::lax::neg(y));
+        };
+        auto jaxpr = std::make_shared<fx::Jaxpr>(fx::make_jaxpr([&](const std::vector<fx::Tensor>& args) {
+          return std::vector<fx::Tensor>{identity(sample.fn(args)[0])};
+        })(sample.inputs));
+        std::vector<fx::Tensor> got;
+        std::string plan;
+        {
+          EmulatedSwap swap;
+          fx::Executable exe(jaxpr, fx::Device::cpu());
+          plan = exe.describe();
+          exe.run(sample.inputs, got);
+        }
+        fused += plan.find("fused[3 ops") != std::string::npos;
+        CHECK_MESSAGE(exact_difference(got[0], want).empty(), exact_difference(got[0], want) << "\n" << plan);
+      }
+    }
+  }
+  MESSAGE("[cuda jit] " << jit::host_compile_count() << " host compiles so far; " << fused << " samples of "
+                        << primitives
+                        << " elementwise primitives ran inside generated kernels (the others are empty or mix dtypes)");
+  CHECK(fused > 100);
 }
 
 TEST_CASE("cuda jit: the CUDA runner is Backend::cuda's, planning with the jit's lowering slot") {
