@@ -1,6 +1,7 @@
 // Compile checks of the CUDA jit that need no GPU: the generated kernels of a sample of fused groups
 // (f32 and f64 chains, rank-0 operands, conversions, comparisons, integers, a long chain) compile to
-// PTX with NVRTC for sm_80 and sm_90 without local memory, and ptxas reports no spills; compile
+// PTX with NVRTC for sm_80 and sm_90 without local memory, and ptxas reports no spills; every
+// elementwise primitive's registry samples compile as generated kernels; compile
 // errors carry NVRTC's log; the disk cache serves a later compile; and the fluxion_cuda library
 // holds code for every architecture in CMAKE_CUDA_ARCHITECTURES (cuobjdump).
 #include <doctest/doctest.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -155,6 +157,34 @@ TEST_CASE("cuda jit compile: generated kernels compile to PTX for sm_80 and sm_9
   }
   rmdir(dir.c_str());
   if (ptxas.empty()) MESSAGE("[cuda jit] ptxas not found at configure time: spills checked on the PTX only");
+}
+
+TEST_CASE("cuda jit compile: every elementwise primitive's functor compiles with NVRTC in every sampled dtype") {
+  // The registry samples of each primitive the jit fuses (all dtypes they use, rank-0 operands,
+  // literals), each followed by an identity that fuses with it, as generated kernels for sm_80.
+  std::map<std::string, jit::FusedKernel> kernels;  // by name: one compile per distinct kernel
+  for (const fx::Primitive* p : fx::all_primitives()) {
+    if (!jit::fused_lowering().fuses(*p)) continue;
+    auto it = fluxion::testing::sample_registry().find(p->name);
+    if (it == fluxion::testing::sample_registry().end()) continue;
+    for (fx::DType dt : {fx::f32, fx::f64})
+      for (const fluxion::testing::Sample& sample : it->second.make(dt))
+        for (jit::FusedKernel& k : kernels_of(
+                 [&](const std::vector<fx::Tensor>& args) {
+                   const fx::Tensor y = sample.fn(args)[0];
+                   return std::vector<fx::Tensor>{y.dtype() == fx::boolean ? fx::lax::logical_not(y)
+                                                                           : fx::lax::neg(fx::lax::neg(y))};
+                 },
+                 sample.inputs))
+          kernels.emplace(k.name, std::move(k));
+  }
+  MESSAGE("[cuda jit] " << kernels.size() << " distinct kernels from the elementwise samples");
+  CHECK(kernels.size() > 100);
+  for (const auto& [name, k] : kernels) {
+    CAPTURE(name);
+    const std::string ptx = jit::compile_to_ptx(k.source, k.name, 80);
+    CHECK(ptx.find(".visible .entry " + k.name) != std::string::npos);
+  }
 }
 
 TEST_CASE("cuda jit compile: a compile error is a fluxion::Error carrying NVRTC's log") {
