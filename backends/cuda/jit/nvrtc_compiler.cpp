@@ -91,7 +91,9 @@ std::string read_cached(const std::string& path, const std::string& name) {
 
 /// Writes the cache file (best effort: an unwritable directory only costs compiles).
 void write_cached(const std::string& path, const std::string& ptx) {
-  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid()));
+  // Unique per process and per write: threads or processes writing the same kernel never share one.
+  static std::atomic<int> writes{0};
+  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(getpid())) + "." + std::to_string(++writes);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return;
