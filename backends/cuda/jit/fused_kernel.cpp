@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backends/cuda/jit/shared_functors.hpp"
+#include "backends/cuda/scalar_functor_names.hpp"
 #include "fluxion/cuda.hpp"
 
 namespace fluxion::cuda::jit {
@@ -19,16 +20,8 @@ const char* const kDeviceCode =
 #include "fluxion_jit_device_code.inc"
     ;  // NOLINT: the string literal above
 
-const char* type_name(DType d) {
-  switch (d) {
-    case DType::boolean: return "bool";
-    case DType::i32: return "int";
-    case DType::i64: return "long long";
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-  }
-  return "void";
-}
+// Element types as the generated code spells them (no <cstdint> under NVRTC).
+const char* type_name(DType d) { return scalar_type_name(d); }
 
 // FNV-1a, 64 bits: the kernel's name, and with the architecture the compile caches' key.
 uint64_t fnv1a(const std::string& text) {
@@ -83,7 +76,9 @@ FusedKernel generate_fused_kernel(const Jaxpr& j, const runtime::Step& step) {
     }
     return param_of_external[e];
   };
-  // Parameters first (inputs as members read them, outputs as members write them), then the body.
+  // One walk over the members in order: an input from outside the step becomes a parameter where
+  // first read (a pointer loaded once per element, or once per thread when rank-0; a literal by
+  // value), a member's value a local, stored when it is read outside the step.
   std::ostringstream hoisted, body;
   for (size_t mi = 0; mi < step.members.size(); ++mi) {
     const Equation& e = *step.members[mi].eqn;
