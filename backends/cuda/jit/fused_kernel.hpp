@@ -6,7 +6,8 @@
 ///
 /// Kernel signature: `extern "C" __global__ void <name>(fx_index n, <params>...)`, one parameter
 /// per FusedKernel::params entry in order. A launch passes a `void* args[]` of pointers to each
-/// argument (the driver API's kernelParams); the emulated entry takes the same array.
+/// argument (the driver API's kernelParams); the emulated entry takes the same array. Literals are
+/// parameters and `n` is one, so a kernel serves every constant and size of its structure.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -29,7 +30,9 @@ struct FusedKernelParam {
 
 /// The kernel of one fused step.
 struct FusedKernel {
-  std::string name;    // "fx_fused_" + 16 hex digits of the source's hash
+  // "fx_fused_" + the source's 64-bit FNV-1a hash in hex; the caches key on it and do not check
+  // for collisions (2^-64 per pair of kernels).
+  std::string name;
   std::string source;  // the whole translation unit NVRTC compiles
   std::vector<FusedKernelParam> params;
   int64_t n = 0;  // elements of the step
