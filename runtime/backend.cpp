@@ -1,4 +1,5 @@
-// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner is put in its slot
+// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner (and, in a CUDA build,
+// the CUDA runner of backends/cuda/jit/) is put in its slot
 // when the registry is first used (a self-registering object file would be dropped from the static
 // library by the linker when nothing else in it is referenced).
 #include "runtime/backend.hpp"
@@ -10,6 +11,14 @@
 #include "backends/cuda/kernel_table.hpp"
 #include "fluxion/errors.hpp"
 
+#ifdef FLUXION_WITH_CUDA
+namespace fluxion::cuda::jit {
+// The CUDA runner (backends/cuda/jit/plan_runners.hpp, in the compiled fluxion_cuda library),
+// declared here so that the installed implementation files need no header of that library.
+const runtime::PlanRunner& cuda_plan_runner();
+}  // namespace fluxion::cuda::jit
+#endif
+
 namespace fluxion::runtime {
 
 namespace backend_detail {
@@ -19,6 +28,9 @@ struct Runners {
   Runners() {
     for (auto& r : slot) r.store(nullptr);
     slot[static_cast<size_t>(Backend::cpu)].store(&cpu::plan_runner());
+#ifdef FLUXION_WITH_CUDA
+    slot[static_cast<size_t>(Backend::cuda)].store(&cuda::jit::cuda_plan_runner());  // backends/cuda/jit/
+#endif
   }
 };
 

@@ -1,0 +1,189 @@
+// generate_fused_kernel: the members of a fused step as statements of one grid-stride loop, named
+// by a hash of the whole source; FusedArgs: the per-call argument array of such a kernel.
+#include "backends/cuda/jit/fused_kernel.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "backends/cuda/jit/shared_functors.hpp"
+#include "backends/cuda/scalar_functor_names.hpp"
+#include "fluxion/cuda.hpp"
+
+namespace fluxion::cuda::jit {
+
+namespace fused_kernel_detail {
+
+// device_code.hpp's text (FLUXION_HD, FLUXION_NVRTC, fx_index), embedded by CMake.
+const char* const kDeviceCode =
+#include "fluxion_jit_device_code.inc"
+    ;  // NOLINT: the string literal above
+
+// Element types as the generated code spells them (no <cstdint> under NVRTC).
+const char* type_name(DType d) { return scalar_type_name(d); }
+
+// FNV-1a, 64 bits: the kernel's name, and with the architecture the compile caches' key.
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+uint64_t literal_bits(const Tensor& literal) {
+  const ArrayImpl& a = literal.array("jit");
+  uint64_t bits = 0;
+  const size_t size = static_cast<size_t>(dtype_size(literal.dtype()));
+  if (a.device().is_cpu()) std::memcpy(&bits, a.data(), size);
+  else memory::copy(&bits, Device::cpu(), a.data(), a.device(), static_cast<int64_t>(size));
+  return bits;
+}
+
+constexpr const char* kNamePlaceholder = "FLUXION_FUSED_KERNEL_NAME";
+
+}  // namespace fused_kernel_detail
+
+bool generates(const Primitive& p) { return p.traits.elementwise && !p.traits.view && has_functor(p); }
+
+FusedKernel generate_fused_kernel(const Jaxpr& j, const runtime::Step& step) {
+  using namespace fused_kernel_detail;
+  FusedKernel k;
+  k.n = step.n;
+  // Which externals are written (a member's output read outside the step), and each variable's
+  // name in the kernel: parameters p<k> for externals, c<k> for literals, t<m> for member m's value.
+  std::vector<int32_t> external_of(j.avals.size(), -1);
+  for (size_t e = 0; e < step.externals.size(); ++e) external_of[step.externals[e]] = static_cast<int32_t>(e);
+  std::vector<std::string> local(j.avals.size());
+  std::vector<int32_t> param_of_external(step.externals.size(), -1);
+  std::vector<bool> written(step.externals.size(), false);
+  for (const runtime::FusedMember& m : step.members) {
+    if (m.broadcast || m.reduce)
+      detail::fail<NotImplementedError>("jit", "the CUDA jit generates no code for fused ",
+                                        m.broadcast ? "broadcasts" : "sums", " (its lowering does not fuse them).");
+    const int32_t out = m.eqn->outputs[0];
+    if (external_of[out] >= 0) written[external_of[out]] = true;
+  }
+  auto external_param = [&](int32_t e) {
+    if (param_of_external[e] < 0) {
+      FusedKernelParam p;
+      p.kind = FusedKernelParam::external;
+      p.external_index = e;
+      p.dtype = j.avals[step.externals[e]].dtype;
+      p.written = written[e];
+      p.scalar = !p.written && j.avals[step.externals[e]].shape.size() == 0 && step.n != 1;
+      param_of_external[e] = static_cast<int32_t>(k.params.size());
+      k.params.push_back(p);
+    }
+    return param_of_external[e];
+  };
+  // One walk over the members in order: an input from outside the step becomes a parameter where
+  // first read (a pointer loaded once per element, or once per thread when rank-0; a literal by
+  // value), a member's value a local, stored when it is read outside the step.
+  std::ostringstream hoisted, body;
+  for (size_t mi = 0; mi < step.members.size(); ++mi) {
+    const Equation& e = *step.members[mi].eqn;
+    std::string args;
+    for (const Atom& a : e.inputs) {
+      if (!args.empty()) args += ", ";
+      if (a.is_literal()) {
+        FusedKernelParam p;
+        p.kind = FusedKernelParam::literal;
+        p.dtype = a.literal.dtype();
+        p.literal_bits = literal_bits(a.literal);
+        args += "c" + std::to_string(k.params.size());
+        k.params.push_back(p);
+        continue;
+      }
+      if (local[a.var].empty()) {  // an input from outside the step: loaded once per element
+        const int32_t pi = external_param(external_of[a.var]);
+        const FusedKernelParam& p = k.params[pi];
+        const std::string name = "x" + std::to_string(pi);
+        (p.scalar ? hoisted : body) << "    const " << type_name(p.dtype) << " " << name << " = p" << pi
+                                    << (p.scalar ? "[0];\n" : "[i];\n");
+        local[a.var] = name;
+      }
+      args += local[a.var];
+    }
+    const int32_t out = e.outputs[0];
+    local[out] = "t" + std::to_string(mi);
+    body << "    const " << type_name(j.avals[out].dtype) << " " << local[out] << " = "
+         << functor_call(*e.primitive, j.avals[out].dtype, args) << ";  // " << e.primitive->name << "\n";
+    if (external_of[out] >= 0) body << "    p" << external_param(external_of[out]) << "[i] = " << local[out] << ";\n";
+  }
+  std::ostringstream src;
+  src << "// A fused group of a Fluxion jit plan (" << step.members.size() << " members), generated by\n"
+      << "// backends/cuda/jit/fused_kernel.cpp.\n"
+      << kDeviceCode << "\n"
+      << functor_source() << "\n"
+      << "extern \"C\" __global__ void " << kNamePlaceholder << "(fluxion::cuda::fx_index n";
+  for (size_t pi = 0; pi < k.params.size(); ++pi) {
+    const FusedKernelParam& p = k.params[pi];
+    if (p.kind == FusedKernelParam::literal) src << ", const " << type_name(p.dtype) << " c" << pi;
+    else src << ", " << (p.written ? "" : "const ") << type_name(p.dtype) << "* __restrict__ p" << pi;
+  }
+  src << ") {\n"
+      << "  using fluxion::cuda::fx_index;\n"
+      << hoisted.str() << "  const fx_index stride = static_cast<fx_index>(gridDim.x) * blockDim.x;\n"
+      << "  for (fx_index i = static_cast<fx_index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {\n"
+      << body.str() << "  }\n}\n";
+  std::string text = src.str();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(text)));
+  k.name = std::string("fx_fused_") + hex;
+  text.replace(text.find(kNamePlaceholder), std::strlen(kNamePlaceholder), k.name);
+  k.source = std::move(text);
+  return k;
+}
+
+std::string emulation_entry(const FusedKernel& kernel) {
+  using namespace fused_kernel_detail;
+  std::ostringstream os;
+  os << "extern \"C\" void " << kernel.name << "_emulate(unsigned grid, unsigned block, void** args) {\n"
+     << "  fluxion_jit_emulate_grid(grid, block, [&] {\n    " << kernel.name
+     << "(*static_cast<const fluxion::cuda::fx_index*>(args[0])";
+  for (size_t pi = 0; pi < kernel.params.size(); ++pi) {
+    const FusedKernelParam& p = kernel.params[pi];
+    const std::string t = type_name(p.dtype);
+    if (p.kind == FusedKernelParam::literal)
+      os << ",\n        *static_cast<const " << t << "*>(args[" << pi + 1 << "])";
+    else os << ",\n        *static_cast<" << t << "* const*>(args[" << pi + 1 << "])";
+  }
+  os << ");\n  });\n}\n";
+  return os.str();
+}
+
+std::string keep_failed_source(const std::string& file_name, const std::string& text) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + file_name;
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  return out.flush() ? path : std::string();
+}
+
+void FusedArgs::prepare(const FusedKernel& kernel) {
+  const size_t count = kernel.params.size();
+  pointers.resize(count);
+  values.resize(count);
+  args.resize(count + 1);
+  n = kernel.n;
+  args[0] = &n;
+  for (size_t pi = 0; pi < count; ++pi) {
+    const FusedKernelParam& p = kernel.params[pi];
+    if (p.kind == FusedKernelParam::literal) {
+      values[pi] = p.literal_bits;
+      args[pi + 1] = &values[pi];
+    } else {
+      args[pi + 1] = &pointers[pi];
+    }
+  }
+}
+
+void FusedArgs::bind(const FusedKernel& kernel, const runtime::Step& step, const runtime::RunState& s) {
+  for (size_t pi = 0; pi < kernel.params.size(); ++pi) {
+    const FusedKernelParam& p = kernel.params[pi];
+    if (p.kind == FusedKernelParam::external)
+      pointers[pi] = s.values[step.externals[p.external_index]].array("jit").data();
+  }
+}
+
+}  // namespace fluxion::cuda::jit

@@ -1,0 +1,65 @@
+/// The step loop both CUDA jit runners share (plan_runners.hpp): kernel steps through Step::fn,
+/// dynamic views bound, fused steps handed to the runner's launch.
+#pragma once
+#include <algorithm>
+#include <memory>
+
+#include "backends/cuda/jit/fused_kernel.hpp"
+
+namespace fluxion::cuda::jit {
+
+/// Runs kernel step `step` through the state's reserved argument lists (empty on return).
+inline void run_kernel_step(const runtime::Step& step, runtime::RunState& s) {
+  const Equation& e = *step.eqn;
+  for (const Atom& a : e.inputs) s.in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
+  for (int32_t v : e.outputs) s.out.push_back(s.values[v]);
+  struct Clear {
+    runtime::RunState& s;
+    ~Clear() { s.in.clear(), s.out.clear(); }
+  } clear{s};
+  step.fn(s.in, *e.params, s.out);
+}
+
+/// The runners' workspace: one argument array, refilled by every fused step.
+struct JitWorkspace : runtime::Workspace {
+  FusedArgs args;
+};
+
+/// A workspace whose argument array holds the most parameters of `plan`'s fused kernels, so that
+/// no call allocates.
+inline std::unique_ptr<runtime::Workspace> make_jit_workspace(const runtime::Plan& plan) {
+  auto w = std::make_unique<JitWorkspace>();
+  size_t most = 0;
+  for (const runtime::Step& step : plan.steps)
+    if (step.type == runtime::Step::fused)
+      most = std::max(most, static_cast<const FusedStepLowering&>(*step.lowering).kernel.params.size());
+  w->args.pointers.reserve(most);
+  w->args.values.reserve(most);
+  w->args.args.reserve(most + 1);
+  return w;
+}
+
+/// Runs every step of `plan` in order; `launch(lowered, args)` runs a fused step's kernel with its
+/// kernelParams array.
+template <class Launch> void run_steps(const runtime::Plan& plan, runtime::RunState& s, const Launch& launch) {
+  FusedArgs& args = static_cast<JitWorkspace&>(*s.workspace).args;
+  for (const runtime::Step& step : plan.steps) {
+    switch (step.type) {
+      case runtime::Step::kernel: run_kernel_step(step, s); break;
+      case runtime::Step::side_by_side:  // not planned (the lowering runs nothing side by side)
+        for (const runtime::Step& part : step.parts) run_kernel_step(part, s);
+        break;
+      case runtime::Step::fused: {
+        const auto& lowered = static_cast<const FusedStepLowering&>(*step.lowering);
+        args.prepare(lowered.kernel);
+        args.bind(lowered.kernel, step, s);
+        launch(lowered, args.args.data());
+        break;
+      }
+      case runtime::Step::dynamic_view: runtime::bind_dynamic_view(plan, step, s); break;
+      case runtime::Step::nothing: break;
+    }
+  }
+}
+
+}  // namespace fluxion::cuda::jit
