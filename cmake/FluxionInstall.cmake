@@ -8,11 +8,14 @@ include(CMakePackageConfigHelpers)
 set(FLUXION_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/fluxion)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fluxion DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir src primitives transforms passes runtime backends/cpu backends/reference)
+foreach(dir src primitives transforms passes runtime backends/cpu backends/reference backends/cuda)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${dir})
+    # backends/cuda: the kernel bodies and the emulated table that header-only mode compiles; its
+    # jit/ sources are compiled into fluxion::cuda only (they include files generated at build time).
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
             DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fluxion/internal/${dir}
-            FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cpp" PATTERN "*.inc")
+            FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cpp" PATTERN "*.inc" PATTERN "*.cuh"
+            PATTERN "jit" EXCLUDE)
   endif()
 endforeach()
 

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "fluxion/cuda.hpp"
 #include "runtime/buffers.hpp"
 #include "runtime/fused_step.hpp"
 #include "runtime/side_by_side.hpp"
@@ -32,7 +33,8 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
   for (int32_t v : j.invars) plan.kind[v] = Kind::arg;
   for (size_t i = 0; i < j.constvars.size(); ++i) {
     plan.kind[j.constvars[i]] = Kind::constant;
-    plan.fixed[j.constvars[i]] = j.consts[i].concrete("jit");
+    // On a GPU, constants are copied to the device once, when the plan is made.
+    plan.fixed[j.constvars[i]] = device_put(j.consts[i].concrete("jit"), device);
   }
   // Values returned to the caller must not live in pooled buffers: mark them (and, backwards
   // through views, what they view) fresh.

@@ -147,6 +147,15 @@ void load(int index, FusedStepLowering& lowered) {
   lowered.function = function;
 }
 
+/// Copies the literal inputs of kernel step `step` to `device` once, for every call of the plan.
+void place_literals(Device device, runtime::Step& step) {
+  const Equation& e = *step.eqn;
+  if (std::none_of(e.inputs.begin(), e.inputs.end(), [](const Atom& a) { return a.is_literal(); })) return;
+  auto placed = std::make_shared<PlacedLiterals>();
+  for (const Atom& a : e.inputs) placed->by_input.push_back(a.is_literal() ? device_put(a.literal, device) : Tensor());
+  step.lowering = std::move(placed);
+}
+
 class CudaRunner final : public runtime::PlanRunner {
  public:
   const char* name() const override { return "cuda (NVRTC-generated fused kernels)"; }
@@ -154,6 +163,7 @@ class CudaRunner final : public runtime::PlanRunner {
 
   void lower(runtime::Plan& plan) const override {
     for (runtime::Step& step : plan.steps) {
+      if (step.type == runtime::Step::kernel) place_literals(plan.device, step);
       if (step.type != runtime::Step::fused) continue;
       auto lowered = std::make_shared<FusedStepLowering>();
       lowered->kernel = generate_fused_kernel(*plan.jaxpr, step);

@@ -3,15 +3,26 @@
 #pragma once
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "backends/cuda/jit/fused_kernel.hpp"
 
 namespace fluxion::cuda::jit {
 
+/// A kernel step's literal inputs on the plan's device (the CUDA runner's lowering of kernel steps
+/// that read literals: a kernel on the GPU cannot read a CPU value), by input position.
+struct PlacedLiterals : runtime::StepLowering {
+  std::vector<Tensor> by_input;  // undefined where the input is a variable
+};
+
 /// Runs kernel step `step` through the state's reserved argument lists (empty on return).
 inline void run_kernel_step(const runtime::Step& step, runtime::RunState& s) {
   const Equation& e = *step.eqn;
-  for (const Atom& a : e.inputs) s.in.push_back(a.is_literal() ? a.literal : s.values[a.var]);
+  const auto* placed = static_cast<const PlacedLiterals*>(step.lowering.get());  // kernel steps hold no other
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    const Atom& a = e.inputs[i];
+    s.in.push_back(!a.is_literal() ? s.values[a.var] : placed ? placed->by_input[i] : a.literal);
+  }
   for (int32_t v : e.outputs) s.out.push_back(s.values[v]);
   struct Clear {
     runtime::RunState& s;

@@ -1,14 +1,14 @@
-/// The stream the CUDA jit queues its work on, per device: declared once here so that the runner
-/// follows the device context when it provides one.
+/// The stream the CUDA jit queues its work on, per device: the device context's one non-blocking
+/// stream (backends/cuda/context.cuh), on which the CUDA kernel table's launches (CudaExec), cuBLAS,
+/// copies and stream-ordered frees are queued too, so jit and eager work on a device stay ordered.
 #pragma once
 #include <cuda_runtime.h>
 
+#include "backends/cuda/context.cuh"
 #include "fluxion/device.hpp"
 
 namespace fluxion::cuda::jit {
 
-/// The stream of `device` that jit launches use: the default stream, on which the CUDA kernel
-/// table's launches (CudaExec) and the memory copies are ordered too.
-inline cudaStream_t jit_stream(Device /*device*/) { return nullptr; }
+inline cudaStream_t jit_stream(Device device) { return cuda::stream(device.index); }
 
 }  // namespace fluxion::cuda::jit
