@@ -6,11 +6,14 @@
 // holds code for every architecture in CMAKE_CUDA_ARCHITECTURES (cuobjdump).
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -280,3 +283,75 @@ TEST_CASE("cuda jit compile: skipped") {
 }
 
 #endif
+
+namespace {
+
+/// One entry of a CUDA fat binary: PTX (kind 1) or an ELF cubin (kind 2) for architecture `arch`
+/// (80 for sm_80 / compute_80).
+struct FatbinEntry {
+  int kind = 0, arch = 0;
+  bool operator<(const FatbinEntry& o) const { return kind != o.kind ? kind < o.kind : arch < o.arch; }
+  bool operator==(const FatbinEntry& o) const { return kind == o.kind && arch == o.arch; }
+};
+
+template <class T> T read_le(const std::string& bytes, size_t at) {
+  T v{};
+  std::memcpy(&v, bytes.data() + at, sizeof(T));  // x86-64 and aarch64 hosts are little-endian
+  return v;
+}
+
+/// The entries of every fat binary embedded in `bytes` (an object file or a static library of
+/// them), one set per fat binary. The layout, as nvcc writes it (a header: magic 0xBA55ED50,
+/// u16 version, u16 header size, u64 size of the entries; each entry: u16 kind, u16, u32 header
+/// size, u64 payload size, ..., u32 architecture at offset 28), was checked against objects built
+/// with known architectures, where cuobjdump is not installed.
+std::vector<std::set<FatbinEntry>> fatbin_entries(const std::string& bytes) {
+  std::vector<std::set<FatbinEntry>> found;
+  for (size_t at = 0; at + 16 <= bytes.size(); ++at) {
+    if (read_le<uint32_t>(bytes, at) != 0xBA55ED50u || read_le<uint16_t>(bytes, at + 6) != 16) continue;
+    const uint64_t size = read_le<uint64_t>(bytes, at + 8);
+    if (size > bytes.size() - at - 16) continue;
+    std::set<FatbinEntry> entries;
+    for (size_t p = at + 16; p + 32 <= at + 16 + size;) {
+      const uint32_t header = read_le<uint32_t>(bytes, p + 4);
+      const uint64_t payload = read_le<uint64_t>(bytes, p + 8);
+      if (header < 32 || header + payload > at + 16 + size - p) break;
+      entries.insert({read_le<uint16_t>(bytes, p), static_cast<int>(read_le<uint32_t>(bytes, p + 28))});
+      p += header + payload;
+    }
+    found.push_back(std::move(entries));
+    at += 15 + size;
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("cuda jit compile: every fat binary in fluxion_cuda holds SASS (and PTX) for the requested architectures") {
+  std::ifstream in(FLUXION_JIT_CUDA_LIBRARY, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << FLUXION_JIT_CUDA_LIBRARY);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  // "80-real": SASS for sm_80; "90": SASS and PTX; "90-virtual": PTX only.
+  std::set<FatbinEntry> want;
+  std::stringstream archs(FLUXION_JIT_CUDA_ARCHITECTURES);
+  for (std::string arch; std::getline(archs, arch, ';');) {
+    if (arch == "native" || arch == "all" || arch == "all-major") {
+      MESSAGE("skipped: CMAKE_CUDA_ARCHITECTURES=" << arch << " names no list to check");
+      return;
+    }
+    const int number = std::stoi(arch.substr(0, arch.find('-')));
+    if (arch.find("-virtual") == std::string::npos) want.insert({2, number});
+    if (arch.find("-real") == std::string::npos) want.insert({1, number});
+  }
+  const std::vector<std::set<FatbinEntry>> fatbins = fatbin_entries(bytes.str());
+  CHECK(fatbins.size() >= 3);  // one per CUDA translation unit of the backend
+  for (const std::set<FatbinEntry>& entries : fatbins) {
+    std::ostringstream listing;
+    for (const FatbinEntry& e : entries) listing << (e.kind == 1 ? " ptx:" : " sm_") << e.arch;
+    CAPTURE(listing.str());
+    CHECK(entries == want);
+  }
+  MESSAGE("[cuda jit] " << fatbins.size() << " fat binaries in fluxion_cuda, each with " << want.size()
+                        << " entries for " FLUXION_JIT_CUDA_ARCHITECTURES);
+}
