@@ -4,13 +4,18 @@
 /// output dtype. Small systems take one body index per matrix; larger ones run column by column
 /// with the eliminations of a column in parallel.
 /// A matrix that meets an exactly zero pivot records its column; the host reads the records and
-/// throws the reference's singular-matrix Error for the first such matrix. cuSOLVER comes later.
+/// throws the reference's singular-matrix Error for the first such matrix. Under nvcc, CudaExec
+/// solves with cuBLAS's batched LU or cuSOLVER instead (products_cusolver.cuh).
 #pragma once
 #include <vector>
 
 #include "backends/cuda/exec.hpp"
 #include "backends/cuda/kernels/common.hpp"
 #include "primitives/linalg.hpp"
+
+#if defined(__CUDACC__)
+#include "backends/cuda/kernels/products_cusolver.cuh"
+#endif
 
 namespace fluxion::cuda {
 
@@ -135,6 +140,16 @@ template <class Exec> void solve_kernel(const std::vector<Tensor>& in, const Par
   const int64_t rank = a.ndim(), n = a.shape()[rank - 1], k = b.shape()[rank - 1];
   const int64_t batch = n == 0 ? 0 : a.size() / (n * n);
   if (batch == 0) return;  // no matrices, or 0 x 0 ones: nothing to solve or write
+#if defined(__CUDACC__)
+  // The vendor LU (partial pivoting too, in f64; its pivot order and rounding are the library's).
+  if constexpr (Exec::backend == Backend::cuda) {
+    dispatch_dtype(a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) vendor_solve<Exec, T>(a, b, out[0], batch, n, k);
+    });
+    return;
+  }
+#endif
   const Device dev = a.device();
   Tensor m = fluxion::empty(AbstractValue{Shape{batch * n * n}, f64}, dev);
   Tensor r = fluxion::empty(AbstractValue{Shape{batch * n * k}, f64}, dev);
