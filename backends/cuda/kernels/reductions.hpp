@@ -3,8 +3,8 @@
 /// reduced elements in row-major order, as the reference does (backends/reference/reduction.hpp):
 /// float sums start at -0 and an empty sum is +0, max/min let NaN stick, empty max/min/prod give
 /// the identity, argmax/argmin keep the first extremum and the first NaN, integers wrap. The
-/// accumulators are in reductions_accumulators.hpp; under nvcc, CudaExec reduces contiguous rows
-/// of sums and products with CUB (reductions_cub.cuh).
+/// accumulators are in reductions_accumulators.hpp; under nvcc, CudaExec runs sums, products,
+/// argmax/argmin and cumsum over contiguous rows with CUB (reductions_cub.cuh).
 #pragma once
 #include <limits>
 #include <type_traits>
@@ -195,6 +195,14 @@ template <class T, class I, bool IsMax> struct ArgMergeBody {
 template <class Exec, class T, class I, bool IsMax> void run_arg_reduction(const T* x, I* out, fx_index out_n,
                                                                            const StridedIndex& kept, fx_index n,
                                                                            fx_index step, Device device) {
+#if defined(__CUDACC__)
+  // CUB's answer is the reference's whatever its merge order (PickCandidate, reductions_cub.cuh).
+  if constexpr (Exec::backend == Backend::cuda)
+    if (n >= kBlockThreads && contiguous_lines(kept, n, step)) {
+      cub_arg_rows<Exec, T, I, IsMax>(x, out, out_n, n, device);
+      return;
+    }
+#endif
   if (n <= kReduceChunk) {
     Exec::for_each(out_n, ArgBody<T, I, IsMax>{x, out, kept, n, step});
     return;
@@ -329,6 +337,13 @@ void cumsum_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
     if constexpr (!std::is_same_v<T, bool>) {
       const T* x = in[0].data<T>();
       T* y = out[0].mutable_data<T>();
+#if defined(__CUDACC__)
+      if constexpr (Exec::backend == Backend::cuda)
+        if (inner == 1 && n >= kBlockThreads) {  // contiguous lines long enough to fill a block
+          cub_cumsum_rows<Exec, T, RunningSum<T>>(x, y, count, n, p.reverse, in[0].device());
+          return;
+        }
+#endif
       if (n <= kReduceChunk) {
         Exec::for_each(count, CumsumBody<T>{x, y, lines});
         return;
