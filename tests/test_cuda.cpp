@@ -6,11 +6,14 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -286,4 +289,200 @@ TEST_CASE("cuda: rank-0 CPU values follow the device, and transforms run unchang
   fx::Tensor batched = fx::vmap([&](const fx::Tensor& v) { return fx::grad(f)(v); })(gpu(fx::ones({4, 3})));
   CHECK(batched.device() == fx::Device::cuda(0));
   CHECK(batched.shape() == fx::Shape{4, 3});
+}
+
+// ---- the GPU-only fast paths: linalg_solve through cuBLAS / cuSOLVER, argmax/argmin and cumsum
+// through CUB (backends/cuda/kernels/products_cusolver.cuh, reductions_cub.cuh) ----
+
+namespace {
+
+// A (batch, n, n) f64 matrix that needs row pivoting but is well conditioned: random in [-1, 1)
+// plus 2 sqrt(n) I (singular values within a small factor of each other), rows shuffled.
+std::vector<double> shuffled_dominant(int64_t batch, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> a(static_cast<size_t>(batch * n * n));
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    std::iota(rows.begin(), rows.end(), int64_t(0));
+    std::shuffle(rows.begin(), rows.end(), rng);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        a[static_cast<size_t>((bi * n + rows[static_cast<size_t>(i)]) * n + j)] =
+            u(rng) + (i == j ? 2.0 * std::sqrt(static_cast<double>(n)) : 0.0);
+  }
+  return a;
+}
+
+std::vector<double> uniform_values(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> v(static_cast<size_t>(count));
+  for (double& x : v) x = u(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: linalg_solve on the GPU (cuBLAS batched LU, cuSOLVER) equals the CPU, n = 16, 64, 200") {
+  if (skip_without_gpu("linalg_solve on the GPU")) return;
+  struct Case {
+    int64_t batch, n, k;
+  };
+  // n = 16: cuBLAS's batched LU; 64 and 200: cuSOLVER's getrf/getrs, matrix by matrix.
+  for (const Case& c : {Case{6, 16, 3}, Case{3, 64, 2}, Case{2, 200, 1}, Case{2, 200, 5}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    const fx::Tensor a64 =
+        fx::from_vector(shuffled_dominant(c.batch, c.n, 7u + static_cast<uint32_t>(c.n)), fx::Shape{c.batch, c.n, c.n});
+    const fx::Tensor b64 = fx::from_vector(uniform_values(c.batch * c.n * c.k, 11u), fx::Shape{c.batch, c.n, c.k});
+    for (fx::DType dt : {fx::f32, fx::f64}) {
+      CAPTURE(dt);
+      const fx::Tensor a = fx::astype(a64, dt), b = fx::astype(b64, dt);
+      const fx::Tensor got = fx::lax::linalg_solve(gpu(a), gpu(b));
+      CHECK(got.device() == fx::Device::cuda(0));
+      CHECK(got.aval() == fx::AbstractValue{fx::Shape{c.batch, c.n, c.k}, dt});
+      // The GPU solves in f64 whatever the dtype: f32 results are the f64 solution of the f32 data
+      // rounded once, so they are compared with that, to about one f32 rounding.
+      const fx::Tensor want = fx::lax::linalg_solve(fx::astype(a, fx::f64), fx::astype(b, fx::f64));
+      const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+      REQUIRE(g.size() == w.size());
+      const double tol = dt == fx::f32 ? 2e-7 : 1e-12;
+      double scale = 0;
+      for (double v : w) scale = std::max(scale, std::abs(v));
+      for (size_t i = 0; i < g.size(); ++i) CHECK(std::abs(g[i] - w[i]) <= tol * (std::abs(w[i]) + 0.1 * scale));
+    }
+  }
+}
+
+TEST_CASE("cuda: a singular matrix in a GPU linalg_solve batch raises the reference's Error naming its index") {
+  if (skip_without_gpu("linalg_solve of a singular batch on the GPU")) return;
+  for (int64_t n : {4, 64}) {  // cuBLAS's batched LU, then cuSOLVER's
+    CAPTURE(n);
+    std::vector<double> a = shuffled_dominant(3, n, 5u);
+    // Matrix 1 gets a zero column: its elimination keeps that column's entries exactly zero, so
+    // every LU of it meets an exactly zero pivot (the column where is the library's own).
+    for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>((n + i) * n + 2)] = 0.0;
+    for (fx::DType dt : {fx::f32, fx::f64}) {
+      CAPTURE(dt);
+      const fx::Tensor at = fx::astype(fx::from_vector(a, fx::Shape{3, n, n}), dt);
+      const fx::Tensor bt = fx::ones({3, n, 2}, dt);
+      std::string cpu_error, gpu_error;
+      try {
+        fx::lax::linalg_solve(at, bt);
+      } catch (const fx::Error& e) { cpu_error = e.what(); }
+      try {
+        fx::lax::linalg_solve(gpu(at), gpu(bt)).to_vector<double>();
+      } catch (const fx::DeviceError& e) {
+        FAIL_CHECK("a DeviceError instead of the singular-matrix Error: " << e.what());
+      } catch (const fx::Error& e) { gpu_error = e.what(); }
+      CHECK(cpu_error.find("the matrix at batch index 1 of") != std::string::npos);
+      CHECK(gpu_error.find("the matrix at batch index 1 of") != std::string::npos);
+      CHECK(gpu_error.find("is singular (zero pivot in column") != std::string::npos);
+      // Up to the column, which is the first zero pivot of the library's factorization.
+      CHECK(gpu_error.substr(0, gpu_error.find("column")) == cpu_error.substr(0, cpu_error.find("column")));
+    }
+  }
+}
+
+TEST_CASE("cuda: argmax/argmin over long rows on the GPU (CUB) keep the first extremum and the first NaN") {
+  if (skip_without_gpu("argmax/argmin over long rows on the GPU")) return;
+  const int64_t rows = 5, n = 5000;  // longer than the portable path's 4096-element chunks
+  std::vector<double> x = uniform_values(rows * n, 3u);
+  auto at = [&](int64_t r, int64_t j) -> double& { return x[static_cast<size_t>(r * n + j)]; };
+  // Row 0: the max 2 at 4100, 17 and 4999 (ties across chunks), the min -2 at 4098 and 9.
+  at(0, 4100) = at(0, 17) = at(0, 4999) = 2.0;
+  at(0, 4098) = at(0, 9) = -2.0;
+  // Row 1: NaN at 3000 and 1200 beats every number, for argmax and argmin alike: 1200.
+  at(1, 3000) = at(1, 1200) = std::nan("");
+  // Row 2: all zeros, -0 first: the first index (-0 == +0).
+  for (int64_t j = 0; j < n; ++j) at(2, j) = j < 10 ? -0.0 : 0.0;
+  // Row 3: the extremes at the ends; row 4: a NaN at the very end.
+  at(3, 0) = 3.0;
+  at(3, n - 1) = -3.0;
+  at(4, n - 1) = std::nan("");
+  const std::vector<int64_t> want_max{17, 1200, 0, 0, n - 1}, want_min{9, 1200, 0, n - 1, n - 1};
+  for (fx::DType dt : {fx::f32, fx::f64}) {
+    for (fx::DType index : {fx::i32, fx::i64}) {
+      CAPTURE(dt);
+      CAPTURE(index);
+      const fx::Tensor v = gpu(fx::astype(fx::from_vector(x, fx::Shape{rows, n}), dt));
+      const fx::Tensor mx = fx::lax::argmax(v, 1, index), mn = fx::lax::argmin(v, 1, index);
+      CHECK(mx.device() == fx::Device::cuda(0));
+      CHECK(mx.dtype() == index);
+      CHECK(mx.to_vector<int64_t>() == want_max);
+      CHECK(mn.to_vector<int64_t>() == want_min);
+    }
+  }
+  // Integers, one row (cub::DeviceReduce): ties keep the first.
+  std::vector<int32_t> ints(3000, 7);
+  ints[2500] = ints[300] = 9;
+  ints[1000] = ints[2999] = -4;
+  const fx::Tensor iv = gpu(fx::from_vector(ints));
+  CHECK(fx::lax::argmax(iv, 0).to_vector<int64_t>() == std::vector<int64_t>{300});
+  CHECK(fx::lax::argmin(iv, 0).to_vector<int64_t>() == std::vector<int64_t>{1000});
+}
+
+TEST_CASE("cuda: cumsum over long rows on the GPU (CUB) equals the long double prefix sums, forward and reverse") {
+  if (skip_without_gpu("cumsum over long rows on the GPU")) return;
+  for (int64_t n : {256, 10000, 100003}) {
+    const int64_t rows = n > 50000 ? 1 : 3;
+    CAPTURE(n);
+    const std::vector<double> x = uniform_values(rows * n, 19u);
+    for (bool reverse : {false, true}) {
+      CAPTURE(reverse);
+      for (fx::DType dt : {fx::f32, fx::f64}) {
+        CAPTURE(dt);
+        const fx::Tensor v = fx::astype(fx::from_vector(x, fx::Shape{rows, n}), dt);
+        const fx::Tensor got = fx::lax::cumsum(gpu(v), 1, reverse);
+        CHECK(got.device() == fx::Device::cuda(0));
+        const std::vector<double> g = got.to_vector<double>(), in = v.to_vector<double>();
+        // The prefix sums nearly exactly (long double with Neumaier's compensation), rounded once to
+        // dt; each prefix within about one rounding of itself plus a tiny share of the sum of
+        // magnitudes (the error of the GPU's compensated sums, whatever CUB's order).
+        const double eps = dt == fx::f32 ? 1.2e-7 : 2.3e-16;
+        bool all_close = true;
+        for (int64_t r = 0; r < rows; ++r) {
+          long double sum = 0, comp = 0, magnitude = 0;
+          for (int64_t s = 0; s < n; ++s) {
+            const size_t e = static_cast<size_t>(r * n + (reverse ? n - 1 - s : s));
+            const long double t = sum + in[e];
+            comp += std::abs(sum) >= std::abs(in[e]) ? (sum - t) + in[e] : (in[e] - t) + sum;
+            sum = t;
+            magnitude += std::abs(in[e]);
+            const long double exact = sum + comp;
+            const double want =
+                dt == fx::f32 ? static_cast<double>(static_cast<float>(exact)) : static_cast<double>(exact);
+            if (std::abs(g[e] - want) > eps * std::abs(want) + 1e-20 * static_cast<double>(magnitude)) {
+              all_close = false;
+              FAIL_CHECK("row " << r << ", element " << e << ": got " << g[e] << ", want " << want);
+              break;
+            }
+          }
+        }
+        CHECK(all_close);
+      }
+      // Integers wrap: i32 prefix sums of large values, exactly.
+      std::vector<int32_t> ints(static_cast<size_t>(rows * n));
+      for (size_t e = 0; e < ints.size(); ++e)
+        ints[e] = static_cast<int32_t>((e * 2654435761u) % 2000000000u) - 1000000000;
+      const std::vector<int64_t> gi =
+          fx::lax::cumsum(gpu(fx::from_vector(ints, fx::Shape{rows, n})), 1, reverse).to_vector<int64_t>();
+      bool ints_equal = true;
+      for (int64_t r = 0; r < rows && ints_equal; ++r) {
+        uint32_t sum = 0;
+        for (int64_t s = 0; s < n; ++s) {
+          const size_t e = static_cast<size_t>(r * n + (reverse ? n - 1 - s : s));
+          sum += static_cast<uint32_t>(ints[e]);
+          if (gi[e] != static_cast<int32_t>(sum)) {
+            ints_equal = false;
+            FAIL_CHECK("i32 row " << r << ", element " << e << ": got " << gi[e] << ", want "
+                                  << static_cast<int32_t>(sum));
+            break;
+          }
+        }
+      }
+      CHECK(ints_equal);
+    }
+  }
 }
