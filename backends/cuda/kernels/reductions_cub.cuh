@@ -201,9 +201,9 @@ template <class T, class Sum> struct ScanResultBody {
 /// `reverse`: one cub::DeviceScan::InclusiveScanByKey over all rows (the key is the row), of the
 /// running sums the portable bodies use. Summation order: CUB's (a tree of partial sums within
 /// tiles, then the tiles' prefixes), each partial a double-double-like compensated sum for floats,
-/// so every prefix is the exact prefix sum up to about 2^-100 of the sum of magnitudes, rounded once
+/// so every prefix is the exact prefix sum up to about count 2^-106 of the sum of magnitudes, rounded once
 /// to T -- the reference's prefix (long double, rounded once) but for near-ties; integers wrap as
-/// the reference's.
+/// the reference's. Scratch: one running sum (24 bytes) per element, read back in scan order.
 template <class Exec, class T, class Sum>
 void cub_cumsum_rows(const T* in, T* out, fx_index rows, fx_index count, bool reverse, Device device) {
   const fx_index total = rows * count;
