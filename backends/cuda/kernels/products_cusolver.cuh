@@ -1,7 +1,9 @@
 /// CudaExec's linalg_solve (nvcc only, included by products_solve.hpp): LU with partial pivoting
 /// by the vendor libraries on the device's stream. Small matrices (n <= kBatchedLuMax) go through
 /// cuBLAS's batched getrf/getrs (one launch for the whole batch), larger ones through cuSOLVER's
-/// 64-bit getrf/getrs, one matrix after another (each call already fills the GPU).
+/// 64-bit getrf/getrs, one matrix after another (a blocked LU that uses the whole GPU for large n;
+/// where a batch of mid-size matrices is better served by the batched calls is for a GPU
+/// measurement to say).
 ///
 /// Precision: every system is solved in f64, f32 ones too (loaded into f64 scratch and rounded once
 /// at the end, as the portable bodies do), so f32 results are the reference's up to its rounding and
