@@ -53,7 +53,7 @@ std::string broadcast_index(const runtime::FusedMember& m) {
   for (size_t d = m.bdims.size(); d-- > 0;) {
     if (m.bsrc[d] != 0) {
       std::string coordinate = after == 1 ? std::string("i") : "i / " + constant(after);
-      if (d > 0) coordinate = "(" + coordinate + ") % " + constant(m.bdims[d]);
+      if (d > 0) coordinate = (after == 1 ? coordinate : "(" + coordinate + ")") + " % " + constant(m.bdims[d]);
       if (m.bsrc[d] != 1) coordinate = "(" + coordinate + ") * " + constant(m.bsrc[d]);
       index = index.empty() ? coordinate : coordinate + " + " + index;
     }
@@ -91,6 +91,19 @@ void add_sum(std::vector<SumPhase>& phases, const runtime::FusedMember& m, const
   it->write += "    " + output + "[o] = static_cast<" + type + ">(" + acc + ");\n";
 }
 
+// `lines` with two more spaces of indentation each.
+std::string indented(const std::string& lines) {
+  std::string out;
+  size_t start = 0;
+  while (start < lines.size()) {
+    const size_t end = lines.find('\n', start);
+    out += "  " + lines.substr(start, end == std::string::npos ? std::string::npos : end + 1 - start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 // The loop of `phase`: a grid-stride loop over its outputs, each thread running `body` (the
 // members, per element i) over its output's elements and adding them up. Output o = (outer, in)
 // reads elements outer * row * inner + r * inner + in, r = 0 .. row - 1.
@@ -105,7 +118,7 @@ std::string sum_phase(const SumPhase& phase, const std::string& body) {
      << ";\n"
      << "    for (fx_index r = 0; r < " << constant(phase.row) << "; ++r) {\n"
      << "      const fx_index i = base + r" << (phase.inner == 1 ? std::string() : " * " + inner) << ";\n"
-     << body << phase.accumulate << "    }\n"
+     << indented(body) << phase.accumulate << "    }\n"
      << phase.write << "  }\n";
   return os.str();
 }
