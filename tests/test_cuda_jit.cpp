@@ -377,6 +377,17 @@ TEST_CASE("cuda jit (emulated): sums end generated kernels (a thread per output)
       return std::vector<fx::Tensor>{total, by_row, by_column, y - total / 600.0};
     };
     check_fewer_steps(several, {random_tensor({20, 30}, d, 37)});
+    // Long runs into few outputs: a block per output (shared-memory sums), blocks striding over
+    // 10 outputs; runs 6 apart; two sums of one layout in one block loop.
+    auto long_rows = [](const std::vector<fx::Tensor>& a) {
+      const fx::Tensor y = fx::tanh(a[0] + a[1]);
+      return std::vector<fx::Tensor>{fx::sum(y, {1}), fx::sum(y * y, {1}), y};
+    };
+    check_fewer_steps(long_rows, {random_tensor({10, 700}, d, 47), random_tensor({700}, d, 48)});
+    auto long_columns = [](const std::vector<fx::Tensor>& a) {
+      return std::vector<fx::Tensor>{fx::sum(fx::exp(a[0]), {0})};
+    };
+    check_fewer_steps(long_columns, {random_tensor({600, 6}, d, 49)});
     // Size-1 and empty dims: sums over them (or over dims apart) stay kernels; the values agree.
     auto small = [](const std::vector<fx::Tensor>& a) {
       return std::vector<fx::Tensor>{fx::sum(fx::exp(a[0]), {1}), fx::sum(a[0] * 2.0, {0, 2})};
@@ -464,7 +475,8 @@ TEST_CASE("cuda jit: a kernel with broadcasts and sums reads operands by index m
     const jit::FusedKernel k = jit::generate_fused_kernel(j, step);
     CAPTURE(k.source);
     CHECK(k.n == 6000);
-    CHECK(k.items == 300);  // a thread per output
+    CHECK(k.items == 300);  // a thread per output (runs of 20)
+    CHECK(!k.block_sums);
     CHECK(k.source.find("// broadcast_in_dim") != std::string::npos);
     CHECK(k.source.find("// reduce_sum") != std::string::npos);
     CHECK(k.source.find("[i % 20LL]") != std::string::npos);  // the bias: element i's last coordinate
@@ -487,8 +499,11 @@ TEST_CASE("cuda jit: a kernel with broadcasts and sums reads operands by index m
          at = k.source.find("// Sums of runs", at + 1))
       ++loops;
     for (const jit::FusedKernelParam& p : k.params) stores += p.written;
-    CHECK(loops == 3);  // all elements, rows of 30, columns of 20
-    CHECK(k.items == 30);
+    CHECK(loops == 3);                          // all elements, rows of 30, columns of 20
+    CHECK(k.items == jit::kFusedBlockThreads);  // the full sum of 600: one block (the others: 30 threads)
+    CHECK(k.block_sums);
+    CHECK(k.source.find("a block per output") != std::string::npos);
+    CHECK(k.source.find("__syncthreads();") != std::string::npos);
     CHECK(stores >= 4);
     CHECK(k.source.find("[i] = ") == k.source.rfind("[i] = "));  // y stored by one loop only
     ++fused;

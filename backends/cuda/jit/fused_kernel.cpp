@@ -63,10 +63,14 @@ std::string broadcast_index(const runtime::FusedMember& m) {
 }
 
 // The sums of a fused step that share one layout (runtime::FusedReduction): one loop over their
-// outputs, each output's elements visited in order by one thread.
+// outputs. Short runs or many outputs: a thread per output, adding its elements in order. Long
+// runs and few outputs (a loss's full sum): a block per output, its threads striding over the run
+// and their partial sums added in shared memory (a thread per output would leave the GPU idle).
 struct SumPhase {
   int64_t outputs = 0, row = 0, inner = 1;
-  std::string declare, accumulate, write;  // statements per sum: start, add element i, store output o
+  std::vector<std::string> inputs, outputs_params, types;  // by sum: value summed, output parameter, its type
+  std::vector<int> members;                                // by sum: its member index (accumulator a<m>)
+  bool by_block() const { return row >= kBlockSumRun && outputs < kBlockSumOutputs; }
 };
 
 // Adds sum member `m` (member `index`), reading the value named `input` and writing parameter
@@ -85,10 +89,10 @@ void add_sum(std::vector<SumPhase>& phases, const runtime::FusedMember& m, const
     p.inner = m.layout.inner;
     it = phases.insert(phases.end(), p);
   }
-  const std::string acc = "a" + std::to_string(index);
-  it->declare += "    double " + acc + " = -0.0;\n";
-  it->accumulate += "      " + acc + " += static_cast<double>(" + input + ");  // reduce_sum\n";
-  it->write += "    " + output + "[o] = static_cast<" + type + ">(" + acc + ");\n";
+  it->inputs.push_back(input);
+  it->outputs_params.push_back(output);
+  it->types.push_back(type);
+  it->members.push_back(index);
 }
 
 // `lines` with two more spaces of indentation each.
@@ -104,22 +108,62 @@ std::string indented(const std::string& lines) {
   return out;
 }
 
-// The loop of `phase`: a grid-stride loop over its outputs, each thread running `body` (the
-// members, per element i) over its output's elements and adding them up. Output o = (outer, in)
-// reads elements outer * row * inner + r * inner + in, r = 0 .. row - 1.
-std::string sum_phase(const SumPhase& phase, const std::string& body) {
+// The loop of `phase`: over its outputs, each output's elements running `body` (the members, per
+// element i) and added up. Output o = (outer, in) reads elements outer * row * inner + r * inner +
+// in, r = 0 .. row - 1. By block, every thread of a block takes the same outputs, so the barriers
+// are reached by all of them.
+std::string sum_phase(const SumPhase& phase, const std::string& body, size_t number) {
   std::ostringstream os;
-  const std::string inner = constant(phase.inner);
-  os << "  // Sums of runs of " << phase.row << " elements " << phase.inner << " apart: a thread per output.\n"
-     << "  for (fx_index o = first; o < " << constant(phase.outputs) << "; o += stride) {\n"
-     << phase.declare << "    const fx_index base = "
+  const std::string inner = constant(phase.inner), block = std::to_string(kFusedBlockThreads);
+  const std::string shared = "fx_partial" + std::to_string(number);
+  const bool by_block = phase.by_block();
+  os << "  // Sums of runs of " << phase.row << " elements " << phase.inner << " apart: a "
+     << (by_block ? "block" : "thread") << " per output.\n";
+  if (by_block) {
+    os << "  __shared__ double " << shared << "[" << phase.members.size() * kFusedBlockThreads << "];\n"
+       << "  for (fx_index o = blockIdx.x; o < " << constant(phase.outputs) << "; o += gridDim.x) {\n";
+  } else {
+    os << "  for (fx_index o = first; o < " << constant(phase.outputs) << "; o += stride) {\n";
+  }
+  for (int m : phase.members) os << "    double a" << m << " = -0.0;\n";
+  os << "    const fx_index base = "
      << (phase.inner == 1 ? "o * " + constant(phase.row)
                           : "o / " + inner + " * " + constant(phase.row * phase.inner) + " + o % " + inner)
      << ";\n"
-     << "    for (fx_index r = 0; r < " << constant(phase.row) << "; ++r) {\n"
+     << (by_block ? "    for (fx_index r = threadIdx.x; r < " + constant(phase.row) + "; r += " + block + ") {\n"
+                  : "    for (fx_index r = 0; r < " + constant(phase.row) + "; ++r) {\n")
      << "      const fx_index i = base + r" << (phase.inner == 1 ? std::string() : " * " + inner) << ";\n"
-     << indented(body) << phase.accumulate << "    }\n"
-     << phase.write << "  }\n";
+     << indented(body);
+  for (size_t s = 0; s < phase.members.size(); ++s)
+    os << "      a" << phase.members[s] << " += static_cast<double>(" << phase.inputs[s] << ");  // reduce_sum\n";
+  os << "    }\n";
+  if (!by_block) {
+    for (size_t s = 0; s < phase.members.size(); ++s)
+      os << "    " << phase.outputs_params[s] << "[o] = static_cast<" << phase.types[s] << ">(a" << phase.members[s]
+         << ");\n";
+    os << "  }\n";
+    return os.str();
+  }
+  // The block's partial sums halved in shared memory, pairs (t, t + w), until thread 0 holds the sum.
+  for (size_t s = 0; s < phase.members.size(); ++s)
+    os << "    " << shared << "[" << s * kFusedBlockThreads << " + threadIdx.x] = a" << phase.members[s] << ";\n";
+  os << "    __syncthreads();\n"
+     << "    for (unsigned w = " << kFusedBlockThreads / 2 << "; w > 0; w /= 2) {\n"
+     << "      if (threadIdx.x < w) {\n";
+  for (size_t s = 0; s < phase.members.size(); ++s) {
+    const std::string at = std::to_string(s * kFusedBlockThreads) + " + threadIdx.x";
+    os << "        " << shared << "[" << at << "] += " << shared << "[" << at << " + w];\n";
+  }
+  os << "      }\n"
+     << "      __syncthreads();\n"
+     << "    }\n"
+     << "    if (threadIdx.x == 0) {\n";
+  for (size_t s = 0; s < phase.members.size(); ++s)
+    os << "      " << phase.outputs_params[s] << "[o] = static_cast<" << phase.types[s] << ">(" << shared << "["
+       << s * kFusedBlockThreads << "]);\n";
+  os << "    }\n"
+     << "    __syncthreads();  // the partial sums are read before the next output writes them\n"
+     << "  }\n";
   return os.str();
 }
 
@@ -237,10 +281,13 @@ FusedKernel generate_fused_kernel(const Jaxpr& j, const runtime::Step& step) {
   if (phases.empty()) {
     src << "  for (fx_index i = first; i < n; i += stride) {\n" << body.str() << stores.str() << "  }\n";
   } else {
+    k.items = 0;
     for (size_t ph = 0; ph < phases.size(); ++ph) {
-      k.items = ph == 0 ? phases[ph].outputs : std::max(k.items, phases[ph].outputs);
+      const SumPhase& phase = phases[ph];
+      k.items = std::max(k.items, phase.by_block() ? phase.outputs * kFusedBlockThreads : phase.outputs);
+      k.block_sums = k.block_sums || phase.by_block();
       // The first phase visits every element once: it stores the values read outside the step.
-      src << sum_phase(phases[ph], body.str() + (ph == 0 ? stores.str() : std::string()));
+      src << sum_phase(phase, body.str() + (ph == 0 ? stores.str() : std::string()), ph);
     }
   }
   src << "}\n";
@@ -257,8 +304,8 @@ std::string emulation_entry(const FusedKernel& kernel) {
   using namespace fused_kernel_detail;
   std::ostringstream os;
   os << "extern \"C\" void " << kernel.name << "_emulate(unsigned grid, unsigned block, void** args) {\n"
-     << "  fluxion_jit_emulate_grid(grid, block, [&] {\n    " << kernel.name
-     << "(*static_cast<const fluxion::cuda::fx_index*>(args[0])";
+     << "  fluxion_jit_emulate_" << (kernel.block_sums ? "synced_" : "") << "grid(grid, block, [&] {\n    "
+     << kernel.name << "(*static_cast<const fluxion::cuda::fx_index*>(args[0])";
   for (size_t pi = 0; pi < kernel.params.size(); ++pi) {
     const FusedKernelParam& p = kernel.params[pi];
     const std::string t = type_name(p.dtype);

@@ -43,6 +43,9 @@ struct FusedKernel {
   // Work items spread over the launch's threads (fused_grid): n, or for a step ending in sums the
   // most outputs of one sum layout.
   int64_t items = 0;
+  // Some sums are added up by a block per output: the kernel synchronizes its blocks' threads
+  // (__syncthreads) and must be launched with kFusedBlockThreads threads per block.
+  bool block_sums = false;
 };
 
 /// True when equations of `p` can be members of a generated kernel: elementwise primitives with a
@@ -64,8 +67,12 @@ std::string emulation_entry(const FusedKernel& kernel);
 /// returns the path, or "" when it cannot: compile errors name it, since their logs cite its lines.
 std::string keep_failed_source(const std::string& file_name, const std::string& text);
 
-/// Threads per block of a fused kernel launch.
+/// Threads per block of a fused kernel launch (a power of two: block sums halve it).
 inline constexpr int64_t kFusedBlockThreads = 256;
+/// Sums over runs at least this long into fewer outputs than kBlockSumOutputs are added up by a
+/// block per output; the others by a thread per output.
+inline constexpr int64_t kBlockSumRun = 2 * kFusedBlockThreads;
+inline constexpr int64_t kBlockSumOutputs = 1 << 16;
 /// Blocks of a launch over `n` elements: one thread per element up to `max_blocks` blocks, beyond
 /// which threads stride over the elements.
 inline uint32_t fused_grid(int64_t n, int64_t max_blocks) {
