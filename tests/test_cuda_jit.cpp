@@ -534,6 +534,41 @@ TEST_CASE("cuda jit on a GPU: fused chains on cuda:0 give the CPU jit's values")
   }
 }
 
+TEST_CASE("cuda jit on a GPU: broadcasts and sums inside generated kernels give the CPU jit's values") {
+  if (!fx::cuda::is_available()) {
+    MESSAGE("skipped: " << fx::cuda::unavailable_reason());
+    return;
+  }
+  // Thread-per-output row sums and column sums, block-per-output full and long-row sums, a bias
+  // and a column scale read by index map, softmax.
+  auto f = [](const fx::Tensor& x, const fx::Tensor& b, const fx::Tensor& c) {
+    const fx::Tensor h = fx::tanh(x + b) * fx::expand_dims(c, 1);
+    const fx::Tensor e = fx::exp(x - fx::max(x, {1}, true));
+    return std::vector<fx::Tensor>{h,
+                                   fx::sum(h, {1}),
+                                   fx::sum(h * h, {0}),
+                                   fx::sum(fx::square(h - 0.5)),
+                                   e / fx::sum(e, {1}, true),
+                                   fx::sum(fx::exp(fx::transpose(x)), {1})};
+  };
+  for (fx::DType d : {fx::f32, fx::f64}) {
+    CAPTURE(d);
+    const fx::Tensor x = random_tensor({1000, 300}, d, 50), b = random_tensor({300}, d, 51);
+    const fx::Tensor c = random_tensor({1000}, d, 52);
+    const std::vector<fx::Tensor> want = fx::jit(f)(x, b, c);
+    const fx::Device gpu = fx::Device::cuda(0);
+    auto on_gpu = fx::jit(f);
+    std::vector<fx::Tensor> got;
+    for (int k = 0; k < 3; ++k) got = on_gpu(fx::device_put(x, gpu), fx::device_put(b, gpu), fx::device_put(c, gpu));
+    REQUIRE(got.size() == want.size());
+    for (fx::Tensor& t : got) {
+      CHECK(t.device() == gpu);
+      t = fx::device_put(t, fx::Device::cpu());
+    }
+    check_close(got, want, d == fx::f32 ? 2e-5 : 1e-12);
+  }
+}
+
 #else
 
 TEST_CASE("cuda jit: skipped") { MESSAGE("skipped: this build has no CUDA backend (FLUXION_CUDA=OFF or no nvcc)"); }

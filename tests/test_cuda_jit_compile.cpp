@@ -159,13 +159,15 @@ TEST_CASE("cuda jit compile: generated kernels compile to PTX for sm_80 and sm_9
                               << " to " << archs.back());
   const std::vector<jit::FusedKernel> kernels = sample_kernels();
   REQUIRE(kernels.size() >= 18);
-  int broadcasts = 0, sums = 0;
+  int broadcasts = 0, sums = 0, block_sums = 0;
   for (const jit::FusedKernel& k : kernels) {
+    block_sums += k.block_sums;
     broadcasts += k.source.find("// broadcast_in_dim") != std::string::npos;
     sums += k.source.find("// reduce_sum") != std::string::npos;
   }
   CHECK(broadcasts >= 8);
   CHECK(sums >= 8);
+  CHECK(block_sums >= 4);  // shared memory and __syncthreads: still no local memory, no spills
   const std::string ptxas = FLUXION_JIT_PTXAS;
   const std::string dir = temp_dir();
   for (const jit::FusedKernel& k : kernels) {

@@ -70,8 +70,14 @@ struct SumPhase {
   int64_t outputs = 0, row = 0, inner = 1;
   std::vector<std::string> inputs, outputs_params, types;  // by sum: value summed, output parameter, its type
   std::vector<int> members;                                // by sum: its member index (accumulator a<m>)
-  bool by_block() const { return row >= kBlockSumRun && outputs < kBlockSumOutputs; }
+  bool by_block = false;                                   // chosen by generate_fused_kernel
+  bool suits_blocks() const { return row >= kBlockSumRun && outputs < kBlockSumOutputs; }
+  int64_t shared_bytes() const { return static_cast<int64_t>(members.size()) * kFusedBlockThreads * 8; }
 };
+
+// Static shared memory the block sums of one kernel may use (the static limit is 48 KiB); phases
+// beyond it add up by a thread per output.
+constexpr int64_t kSharedBudget = 32 * 1024;
 
 // Adds sum member `m` (member `index`), reading the value named `input` and writing parameter
 // `output` of type `type`, to the phase of its layout. Floating sums accumulate in double from -0
@@ -116,7 +122,7 @@ std::string sum_phase(const SumPhase& phase, const std::string& body, size_t num
   std::ostringstream os;
   const std::string inner = constant(phase.inner), block = std::to_string(kFusedBlockThreads);
   const std::string shared = "fx_partial" + std::to_string(number);
-  const bool by_block = phase.by_block();
+  const bool by_block = phase.by_block;
   os << "  // Sums of runs of " << phase.row << " elements " << phase.inner << " apart: a "
      << (by_block ? "block" : "thread") << " per output.\n";
   if (by_block) {
@@ -282,10 +288,13 @@ FusedKernel generate_fused_kernel(const Jaxpr& j, const runtime::Step& step) {
     src << "  for (fx_index i = first; i < n; i += stride) {\n" << body.str() << stores.str() << "  }\n";
   } else {
     k.items = 0;
+    int64_t shared = 0;
     for (size_t ph = 0; ph < phases.size(); ++ph) {
-      const SumPhase& phase = phases[ph];
-      k.items = std::max(k.items, phase.by_block() ? phase.outputs * kFusedBlockThreads : phase.outputs);
-      k.block_sums = k.block_sums || phase.by_block();
+      SumPhase& phase = phases[ph];
+      phase.by_block = phase.suits_blocks() && shared + phase.shared_bytes() <= kSharedBudget;
+      if (phase.by_block) shared += phase.shared_bytes();
+      k.items = std::max(k.items, phase.by_block ? phase.outputs * kFusedBlockThreads : phase.outputs);
+      k.block_sums = k.block_sums || phase.by_block;
       // The first phase visits every element once: it stores the values read outside the step.
       src << sum_phase(phase, body.str() + (ph == 0 ? stores.str() : std::string()), ph);
     }
