@@ -410,6 +410,24 @@ TEST_CASE("cuda jit (emulated): sums end generated kernels (a thread per output)
   }
 }
 
+TEST_CASE("cuda jit (emulated): the GPU test's program of broadcasts and sums, smaller") {
+  auto f = [](const std::vector<fx::Tensor>& a) {
+    const fx::Tensor& x = a[0];
+    const fx::Tensor h = fx::tanh(x + a[1]) * fx::expand_dims(a[2], 1);
+    const fx::Tensor e = fx::exp(x - fx::max(x, {1}, true));
+    return std::vector<fx::Tensor>{h,
+                                   fx::sum(h, {1}),
+                                   fx::sum(h * h, {0}),
+                                   fx::sum(fx::square(h - 0.5)),
+                                   e / fx::sum(e, {1}, true),
+                                   fx::sum(fx::exp(fx::transpose(x)), {1})};
+  };
+  for (fx::DType d : {fx::f32, fx::f64}) {
+    CAPTURE(d);
+    check_fewer_steps(f, {random_tensor({520, 30}, d, 53), random_tensor({30}, d, 54), random_tensor({520}, d, 55)});
+  }
+}
+
 TEST_CASE("cuda jit (emulated): softmax fuses its broadcasts and its sum; max stays a kernel") {
   auto softmax = [](const std::vector<fx::Tensor>& a) {
     const fx::Tensor e = fx::exp(a[0] - fx::max(a[0], {1}, true));
