@@ -1,9 +1,10 @@
 // Compile checks of the CUDA jit that need no GPU: the generated kernels of a sample of fused groups
 // (f32 and f64 chains, rank-0 operands, conversions, comparisons, integers, a long chain, broadcasts
-// read by index map, sums over one or several layouts) compile to PTX with NVRTC for sm_80 and
-// sm_90 without local memory, and ptxas reports no spills; every elementwise primitive's registry
-// samples compile as generated kernels; compile errors carry NVRTC's log; the disk cache serves a later compile; and the fluxion_cuda library
-// holds code for every architecture in CMAKE_CUDA_ARCHITECTURES (cuobjdump).
+// read by index map, sums by a thread or a block per output over one or several layouts) compile to
+// PTX with NVRTC for sm_80 and sm_90 without local memory, and ptxas reports no spills; every
+// elementwise primitive's registry samples compile as generated kernels; compile errors carry
+// NVRTC's log; the disk cache serves a later compile; and the fluxion_cuda library holds code for
+// every architecture in CMAKE_CUDA_ARCHITECTURES (cuobjdump).
 #include <doctest/doctest.h>
 
 #include <cstdint>

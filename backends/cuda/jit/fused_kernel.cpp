@@ -1,5 +1,6 @@
 // generate_fused_kernel: the members of a fused step as statements of one grid-stride loop (over
-// elements, or over the outputs of its sums), named by a hash of the whole source; FusedArgs: the per-call argument array of such a kernel.
+// elements, or over the outputs of its sums), named by a hash of the whole source; FusedArgs: the
+// per-call argument array of such a kernel.
 #include "backends/cuda/jit/fused_kernel.hpp"
 
 #include <algorithm>
