@@ -263,7 +263,12 @@ TEST_CASE("cuda jit: the CUDA runner is Backend::cuda's, planning with the jit's
 }
 
 TEST_CASE("cuda jit (emulated): concurrent calls of one plan each use their own state") {
-  auto f = [](const std::vector<fx::Tensor>& a) { return std::vector<fx::Tensor>{fx::exp(a[0] * 0.5) - a[0]}; };
+  // The full sum is a block sum: the emulation's launches of its kernel take turns (static
+  // __shared__ arrays), each with its own arguments.
+  auto f = [](const std::vector<fx::Tensor>& a) {
+    const fx::Tensor y = fx::exp(a[0] * 0.5) - a[0];
+    return std::vector<fx::Tensor>{y, fx::sum(y)};
+  };
   const fx::Tensor x = random_tensor({5000}, fx::f64, 17);
   const fx::Jaxpr j = fx::make_jaxpr(f)(std::vector<fx::Tensor>{x});
   std::vector<fx::Tensor> want;
