@@ -1,9 +1,10 @@
 // Compile checks of the CUDA jit that need no GPU: the generated kernels of a sample of fused groups
-// (f32 and f64 chains, rank-0 operands, conversions, comparisons, integers, a long chain) compile to
+// (f32 and f64 chains, rank-0 operands, conversions, comparisons, integers, a long chain, broadcasts
+// read by index map, sums by a thread or a block per output over one or several layouts) compile to
 // PTX with NVRTC for sm_80 and sm_90 without local memory, and ptxas reports no spills; every
-// elementwise primitive's registry samples compile as generated kernels; compile
-// errors carry NVRTC's log; the disk cache serves a later compile; and the fluxion_cuda library
-// holds code for every architecture in CMAKE_CUDA_ARCHITECTURES (cuobjdump).
+// elementwise primitive's registry samples compile as generated kernels; compile errors carry
+// NVRTC's log; the disk cache serves a later compile; and the fluxion_cuda library holds code for
+// every architecture in CMAKE_CUDA_ARCHITECTURES (cuobjdump).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -83,6 +84,35 @@ std::vector<jit::FusedKernel> sample_kernels() {
           return std::vector<fx::Tensor>{t};
         },
         {random_tensor({4096}, d, 5), random_tensor({4096}, d, 6)});
+    // Broadcasts read by index map and sums ending the kernel: a bias along the last dim and a
+    // scale along the first with row sums; a full sum of squares; one value summed over three
+    // layouts (three loops, stored by the first); a rank-4 middle broadcast summed over the
+    // middle dims; softmax's exp of x - max (max stays a kernel) and the division by the sums.
+    add(
+        [](const std::vector<fx::Tensor>& a) {
+          const fx::Tensor h = fx::tanh(a[0] + a[1]) * fx::expand_dims(a[2], 1);
+          return std::vector<fx::Tensor>{h, fx::sum(h, {1})};
+        },
+        {random_tensor({64, 48}, d, 10), random_tensor({48}, d, 11), random_tensor({64}, d, 12)});
+    add([](const std::vector<fx::Tensor>& a) { return std::vector<fx::Tensor>{fx::sum(fx::square(a[0] - 0.5))}; },
+        {random_tensor({100, 100}, d, 13)});
+    add(
+        [](const std::vector<fx::Tensor>& a) {
+          const fx::Tensor y = fx::exp(a[0]) * a[0];
+          return std::vector<fx::Tensor>{fx::sum(y), fx::sum(y, {1}), fx::sum(y, {0}), y};
+        },
+        {random_tensor({20, 30}, d, 14)});
+    add(
+        [](const std::vector<fx::Tensor>& a) {
+          return std::vector<fx::Tensor>{fx::sum(fx::exp(a[0] * fx::expand_dims(a[1], {0, 2, 3})), {1, 2})};
+        },
+        {random_tensor({3, 4, 5, 6}, d, 15), random_tensor({4}, d, 16)});
+    add(
+        [](const std::vector<fx::Tensor>& a) {
+          const fx::Tensor e = fx::exp(a[0] - fx::max(a[0], {1}, true));
+          return std::vector<fx::Tensor>{e / fx::sum(e, {1}, true)};
+        },
+        {random_tensor({300, 17}, d, 17)});
   }
   // A conversion inside a group, comparisons to bool, integers.
   add(
@@ -129,7 +159,16 @@ TEST_CASE("cuda jit compile: generated kernels compile to PTX for sm_80 and sm_9
   MESSAGE("[cuda jit] NVRTC " << jit::nvrtc_version() << ", " << archs.size() << " architectures, " << archs.front()
                               << " to " << archs.back());
   const std::vector<jit::FusedKernel> kernels = sample_kernels();
-  REQUIRE(kernels.size() >= 8);
+  REQUIRE(kernels.size() >= 18);
+  int broadcasts = 0, sums = 0, block_sums = 0;
+  for (const jit::FusedKernel& k : kernels) {
+    block_sums += k.block_sums;
+    broadcasts += k.source.find("// broadcast_in_dim") != std::string::npos;
+    sums += k.source.find("// reduce_sum") != std::string::npos;
+  }
+  CHECK(broadcasts >= 8);
+  CHECK(sums >= 8);
+  CHECK(block_sums >= 4);  // shared memory and __syncthreads: still no local memory, no spills
   const std::string ptxas = FLUXION_JIT_PTXAS;
   const std::string dir = temp_dir();
   for (const jit::FusedKernel& k : kernels) {

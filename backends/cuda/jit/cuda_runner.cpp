@@ -122,7 +122,7 @@ void load(int index, FusedStepLowering& lowered) {
   {
     std::lock_guard<std::mutex> lock(devices_mutex());
     DeviceKernels& d = device_kernels(index);
-    lowered.grid = fused_grid(kernel.n, d.max_blocks);
+    lowered.grid = fused_grid(kernel.items, d.max_blocks);
     auto it = d.functions.find(kernel.name);
     if (it != d.functions.end()) {
       lowered.function = it->second;

@@ -42,7 +42,7 @@ class EmulatedRunner final : public runtime::PlanRunner {
       auto lowered = std::make_shared<FusedStepLowering>();
       lowered->kernel = generate_fused_kernel(*plan.jaxpr, step);
       lowered->function = reinterpret_cast<const void*>(compile_for_host(lowered->kernel));
-      lowered->grid = fused_grid(step.n, kEmulatedMaxBlocks);
+      lowered->grid = fused_grid(lowered->kernel.items, kEmulatedMaxBlocks);
       step.lowering = std::move(lowered);
     }
   }

@@ -1,6 +1,10 @@
 /// A fused step of a plan as one generated CUDA C++ kernel: a grid-stride loop computing every
 /// member of the step per element with the shared scalar functors (shared_functors.hpp), reading
-/// the step's inputs once and writing only the values read outside the step. The same source is
+/// the step's inputs once and writing only the values read outside the step. A broadcast_in_dim
+/// member reads its operand through its index map (element i's coordinates times the operand's
+/// strides). A step ending in sums loops over the sums' outputs instead: one thread per output
+/// computes the members for each element of that output's run and adds them up in order (one loop
+/// per distinct sum layout; the first one also stores the values read outside the step). The same source is
 /// compiled by NVRTC for the GPU (nvrtc_compiler.hpp) and by the host compiler for the emulated
 /// runner (host_compiler.hpp).
 ///
@@ -36,6 +40,12 @@ struct FusedKernel {
   std::string source;  // the whole translation unit NVRTC compiles
   std::vector<FusedKernelParam> params;
   int64_t n = 0;  // elements of the step
+  // Work items spread over the launch's threads (fused_grid): n, or for a step ending in sums the
+  // most outputs of one sum layout.
+  int64_t items = 0;
+  // Some sums are added up by a block per output: the kernel synchronizes its blocks' threads
+  // (__syncthreads) and must be launched with kFusedBlockThreads threads per block.
+  bool block_sums = false;
 };
 
 /// True when equations of `p` can be members of a generated kernel: elementwise primitives with a
@@ -43,7 +53,8 @@ struct FusedKernel {
 bool generates(const Primitive& p);
 
 /// The kernel of fused step `step` of a plan of `j`. Every member is an elementwise equation of a
-/// primitive that generates() (the CUDA lowering fuses nothing else).
+/// primitive that generates(), a broadcast_in_dim or a reduce_sum ending the step (what the CUDA
+/// lowering fuses); row reads and tiled products (not planned by it) are a NotImplementedError.
 FusedKernel generate_fused_kernel(const Jaxpr& j, const runtime::Step& step);
 
 /// The emulated runner's host entry for `kernel`: `extern "C" void <name>_emulate(unsigned grid,
@@ -56,8 +67,12 @@ std::string emulation_entry(const FusedKernel& kernel);
 /// returns the path, or "" when it cannot: compile errors name it, since their logs cite its lines.
 std::string keep_failed_source(const std::string& file_name, const std::string& text);
 
-/// Threads per block of a fused kernel launch.
+/// Threads per block of a fused kernel launch (a power of two: block sums halve it).
 inline constexpr int64_t kFusedBlockThreads = 256;
+/// Sums over runs at least this long into fewer outputs than kBlockSumOutputs are added up by a
+/// block per output; the others by a thread per output.
+inline constexpr int64_t kBlockSumRun = 2 * kFusedBlockThreads;
+inline constexpr int64_t kBlockSumOutputs = 1 << 16;
 /// Blocks of a launch over `n` elements: one thread per element up to `max_blocks` blocks, beyond
 /// which threads stride over the elements.
 inline uint32_t fused_grid(int64_t n, int64_t max_blocks) {

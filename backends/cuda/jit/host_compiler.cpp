@@ -25,6 +25,9 @@ std::atomic<int> compiles{0};
 
 // CUDA's kernel keywords and built-in thread indices for one host thread running a launch: the
 // kernel is called once per (block, thread), each call striding over the elements as on a GPU.
+// Kernels that synchronize their blocks (FusedKernel::block_sums) run each block's threads as
+// host threads meeting at a barrier for __syncthreads; their __shared__ arrays are static, so
+// launches of one such kernel take turns.
 const char* const kEmulationHeader = R"fx_emulation(// Emulation of a CUDA launch on the host.
 #include <math.h>
 #include <cmath>
@@ -33,6 +36,7 @@ const char* const kEmulationHeader = R"fx_emulation(// Emulation of a CUDA launc
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __shared__ static
 struct fluxion_jit_dim3 { unsigned x = 0, y = 0, z = 0; };
 static thread_local fluxion_jit_dim3 threadIdx, blockIdx, blockDim, gridDim;
 template <class Thread> static void fluxion_jit_emulate_grid(unsigned grid, unsigned block, const Thread& thread) {
@@ -44,6 +48,52 @@ template <class Thread> static void fluxion_jit_emulate_grid(unsigned grid, unsi
       threadIdx = {t, 0, 0};
       thread();
     }
+  }
+}
+)fx_emulation";
+
+// What kernels that synchronize their blocks add to the emulation header.
+const char* const kSyncedEmulation = R"fx_emulation(// Blocks whose threads meet at __syncthreads.
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+struct fluxion_jit_barrier {
+  std::mutex m;
+  std::condition_variable cv;
+  unsigned threads = 0, arrived = 0, generation = 0;
+};
+static thread_local fluxion_jit_barrier* fluxion_jit_block_barrier = nullptr;
+static void __syncthreads() {
+  fluxion_jit_barrier& b = *fluxion_jit_block_barrier;
+  std::unique_lock<std::mutex> lock(b.m);
+  const unsigned generation = b.generation;
+  if (++b.arrived == b.threads) {
+    b.arrived = 0;
+    ++b.generation;
+    b.cv.notify_all();
+  } else {
+    b.cv.wait(lock, [&] { return b.generation != generation; });
+  }
+}
+template <class Thread>
+static void fluxion_jit_emulate_synced_grid(unsigned grid, unsigned block, const Thread& thread) {
+  static std::mutex turns;  // one launch of this kernel at a time: its __shared__ arrays are static
+  std::lock_guard<std::mutex> turn(turns);
+  for (unsigned b = grid; b-- > 0;) {  // the last block first, as EmulatedExec
+    fluxion_jit_barrier barrier;
+    barrier.threads = block;
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([&, b, t] {
+        gridDim = {grid, 1, 1};
+        blockDim = {block, 1, 1};
+        blockIdx = {b, 0, 0};
+        threadIdx = {t, 0, 0};
+        fluxion_jit_block_barrier = &barrier;
+        thread();
+      });
+    for (std::thread& t : threads) t.join();
   }
 }
 )fx_emulation";
@@ -84,11 +134,12 @@ EmulatedEntry compile(const FusedKernel& kernel) {
   const std::string cpp = dir.path + "/kernel.cpp", so = dir.path + "/kernel.so", log = dir.path + "/log.txt";
   {
     std::ofstream out(cpp);
-    out << kEmulationHeader << kernel.source << "\n" << emulation_entry(kernel);
+    out << kEmulationHeader << (kernel.block_sums ? kSyncedEmulation : "") << kernel.source << "\n"
+        << emulation_entry(kernel);
     if (!out.flush()) detail::fail<Error>("jit", "cannot write ", cpp, ". Set TMPDIR to a writable directory.");
   }
-  const std::string command = "'" + compiler() + "' -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -o '" + so +
-                              "' '" + cpp + "' > '" + log + "' 2>&1";
+  const std::string command = "'" + compiler() + "' -std=c++17 -O1 -ffp-contract=off -fPIC -shared -pthread -w -o '" +
+                              so + "' '" + cpp + "' > '" + log + "' 2>&1";
   const int status = std::system(command.c_str());
   if (status != 0) {
     const std::string kept = keep_failed_source(kernel.name + ".emulated.cpp", read_file(cpp));

@@ -14,7 +14,7 @@ namespace fluxion::cuda::jit {
 using EmulatedEntry = void (*)(unsigned grid, unsigned block, void** args);
 
 /// Compiles `kernel` for the host (once per kernel name in a process) and returns its entry. The
-/// compiler is $FLUXION_JIT_HOST_CXX, else the one that built Fluxion, with -std=c++17 -O1
+/// compiler is $FLUXION_JIT_HOST_CXX, else the one that built Fluxion, with -std=c++17 -pthread -O1
 /// -ffp-contract=off (one rounding per operation, as Fluxion's own CPU code). A failing compile is
 /// a fluxion::Error with the compiler's output.
 EmulatedEntry compile_for_host(const FusedKernel& kernel);

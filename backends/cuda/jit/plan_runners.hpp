@@ -1,6 +1,6 @@
 /// The CUDA jit's plan runners (runtime/backend.hpp's seam). Both plan with one lowering slot
-/// (elementwise equations with a shared scalar functor fuse: fused_kernel.hpp) and run fused steps
-/// as generated kernels:
+/// (elementwise equations with a shared scalar functor, broadcast_in_dim and the reduce_sums ending
+/// a group fuse: fused_kernel.hpp) and run fused steps as generated kernels:
 ///  - the CUDA runner (Backend::cuda, registered in runtime/backend.cpp when CUDA is compiled):
 ///    kernels compiled by NVRTC, loaded and launched through the driver API on the device's stream;
 ///    kernel steps call the CUDA kernel table.
