@@ -415,18 +415,25 @@ TEST_CASE("cuda jit (emulated): sums end generated kernels (a thread per output)
   }
 }
 
+namespace {
+
+/// The program of broadcasts and sums both tests below run: thread-per-output row and column sums,
+/// block-per-output full and long-row sums, a bias and a column scale read by index map, softmax.
+std::vector<fx::Tensor> broadcasts_and_sums(const fx::Tensor& x, const fx::Tensor& b, const fx::Tensor& c) {
+  const fx::Tensor h = fx::tanh(x + b) * fx::expand_dims(c, 1);
+  const fx::Tensor e = fx::exp(x - fx::max(x, {1}, true));
+  return {h,
+          fx::sum(h, {1}),
+          fx::sum(h * h, {0}),
+          fx::sum(fx::square(h - 0.5)),
+          e / fx::sum(e, {1}, true),
+          fx::sum(fx::exp(fx::transpose(x)), {1})};
+}
+
+}  // namespace
+
 TEST_CASE("cuda jit (emulated): the GPU test's program of broadcasts and sums, smaller") {
-  auto f = [](const std::vector<fx::Tensor>& a) {
-    const fx::Tensor& x = a[0];
-    const fx::Tensor h = fx::tanh(x + a[1]) * fx::expand_dims(a[2], 1);
-    const fx::Tensor e = fx::exp(x - fx::max(x, {1}, true));
-    return std::vector<fx::Tensor>{h,
-                                   fx::sum(h, {1}),
-                                   fx::sum(h * h, {0}),
-                                   fx::sum(fx::square(h - 0.5)),
-                                   e / fx::sum(e, {1}, true),
-                                   fx::sum(fx::exp(fx::transpose(x)), {1})};
-  };
+  auto f = [](const std::vector<fx::Tensor>& a) { return broadcasts_and_sums(a[0], a[1], a[2]); };
   for (fx::DType d : {fx::f32, fx::f64}) {
     CAPTURE(d);
     check_fewer_steps(f, {random_tensor({520, 30}, d, 53), random_tensor({30}, d, 54), random_tensor({520}, d, 55)});
@@ -562,18 +569,7 @@ TEST_CASE("cuda jit on a GPU: broadcasts and sums inside generated kernels give 
     MESSAGE("skipped: " << fx::cuda::unavailable_reason());
     return;
   }
-  // Thread-per-output row sums and column sums, block-per-output full and long-row sums, a bias
-  // and a column scale read by index map, softmax.
-  auto f = [](const fx::Tensor& x, const fx::Tensor& b, const fx::Tensor& c) {
-    const fx::Tensor h = fx::tanh(x + b) * fx::expand_dims(c, 1);
-    const fx::Tensor e = fx::exp(x - fx::max(x, {1}, true));
-    return std::vector<fx::Tensor>{h,
-                                   fx::sum(h, {1}),
-                                   fx::sum(h * h, {0}),
-                                   fx::sum(fx::square(h - 0.5)),
-                                   e / fx::sum(e, {1}, true),
-                                   fx::sum(fx::exp(fx::transpose(x)), {1})};
-  };
+  auto f = [](const fx::Tensor& x, const fx::Tensor& b, const fx::Tensor& c) { return broadcasts_and_sums(x, b, c); };
   for (fx::DType d : {fx::f32, fx::f64}) {
     CAPTURE(d);
     const fx::Tensor x = random_tensor({1000, 300}, d, 50), b = random_tensor({300}, d, 51);

@@ -66,21 +66,6 @@ void check_driver(CUresult r, const char* call, const std::string& kernel) {
                             static_cast<int>(r), ").");
 }
 
-/// Makes device `index` current (its primary context) for the scope, restoring the previous one.
-class DeviceScope {
- public:
-  explicit DeviceScope(int index) {
-    check_runtime(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != index) check_runtime(cudaSetDevice(index), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 /// What the runner keeps per device: its NVRTC architecture and multiprocessors, and the loaded
 /// kernels (modules are never unloaded: plans hold their functions for the process's life).
 struct DeviceKernels {
