@@ -315,14 +315,6 @@ TEST_CASE("cuda jit compile: fluxion_cuda holds code for every architecture in C
   CHECK(checked > 0);
 }
 
-#else
-
-TEST_CASE("cuda jit compile: skipped") {
-  MESSAGE("skipped: this build has no CUDA backend, so no NVRTC (FLUXION_CUDA=OFF or no nvcc)");
-}
-
-#endif
-
 namespace {
 
 /// One entry of a CUDA fat binary: PTX (kind 1) or an ELF cubin (kind 2) for architecture `arch`
@@ -394,3 +386,11 @@ TEST_CASE("cuda jit compile: every fat binary in fluxion_cuda holds SASS (and PT
   MESSAGE("[cuda jit] " << fatbins.size() << " fat binaries in fluxion_cuda, each with " << want.size()
                         << " entries for " FLUXION_JIT_CUDA_ARCHITECTURES);
 }
+
+#else
+
+TEST_CASE("cuda jit compile: skipped") {
+  MESSAGE("skipped: this build has no CUDA backend, so no NVRTC (FLUXION_CUDA=OFF or no nvcc)");
+}
+
+#endif
