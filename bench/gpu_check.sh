@@ -2,7 +2,8 @@
 # The GPU check of the CUDA backend (issue 30), one script for a lent GPU machine: it builds the
 # library, the CUDA tests and the GPU benchmark with the CUDA backend on (build-gpu/), runs
 # `ctest -R cuda` with FLUXION_TEST_DEVICE=cuda (every primitive's registry samples on the GPU
-# against the reference kernels, the jit cases on cuda:0 against the CPU jit; without a GPU the cases that need one skip with their reason and the host-side ones
+# against the reference kernels, the jit cases on cuda:0 against the CPU jit; then test_rules and
+# test_jit_equals_eager with their samples on cuda:0; without a GPU the cases that need one skip with their reason and the host-side ones
 # -- the emulated kernels, the cuBLAS argument mapping, the allocator policy -- still run), then
 # bench/gpu_bench.cpp (copy bandwidth, elementwise chain, dot_general against raw cuBLAS, small-call
 # latency; it prints why it skips without a GPU), and prints one summary. It must finish in under
@@ -41,7 +42,7 @@ if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFLUXION_CUDA=ON -DFLUX
 fi
 # Every test whose name says cuda (what `ctest -R cuda` runs), and the benchmark.
 mapfile -t tests < <(cd tests && ls test_*cuda*.cpp | sed 's/\.cpp$//')
-targets=("${tests[@]}" gpu_bench)
+targets=("${tests[@]}" test_rules test_jit_equals_eager gpu_bench)
 if ! cmake --build build-gpu -j"$jobs" --target "${targets[@]}" > "$out/build.log" 2>&1; then
   summary "   build FAILED: see $out/build.log"
   grep -m 20 -E "error" "$out/build.log"
@@ -61,6 +62,23 @@ grep -E "^ *[0-9]+/[0-9]+ Test +#|tests passed, |^\s+[0-9]+ - .*\(" "$out/ctest.
 # The test executables' own lines: what ran on the GPU, what was skipped and why.
 grep -hE "SKIPPED|\[cuda\]|\[cuda_emulated\]|CUDA device" "$out/ctest.log" | sort -u | head -20 | sed 's/^/     /' |
   tee -a "$out/summary.txt"
+
+# The registry suites with their samples on cuda:0 (tests/samples.hpp: on_test_device): derivatives
+# to second order, vmap and their compositions, and jit against eager, all computed on the GPU.
+summary "== rule suite and jit = eager on the GPU (FLUXION_TEST_DEVICE=cuda)"
+if command -v nvidia-smi > /dev/null && nvidia-smi > /dev/null 2>&1; then
+  for t in test_rules test_jit_equals_eager; do
+    if FLUXION_TEST_DEVICE=cuda timeout 240 "build-gpu/tests/$t" > "$out/$t.gpu.log" 2>&1; then
+      summary "   $t: $(grep -E '^\[doctest\] assertions' "$out/$t.gpu.log" | tail -1)"
+    else
+      status=1
+      summary "   $t FAILED on the GPU (see $out/$t.gpu.log):"
+      grep -m 8 -E "ERROR|Error|error" "$out/$t.gpu.log" | sed 's/^/     /' | tee -a "$out/summary.txt"
+    fi
+  done
+else
+  summary "   skipped: no GPU driver (nvidia-smi)"
+fi
 
 summary "== gpu_bench"
 if build-gpu/bench/gpu_bench > "$out/gpu_bench.log" 2>&1; then

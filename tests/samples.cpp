@@ -2,6 +2,7 @@
 #include "samples.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -20,6 +21,21 @@ bool register_samples(const std::string& primitive, PrimitiveSamples samples) {
 }
 
 const std::map<std::string, PrimitiveSamples>& sample_registry() { return registry(); }
+
+Device test_device() {
+  static const Device device = [] {
+    const char* env = std::getenv("FLUXION_TEST_DEVICE");
+    return env && std::string(env) == "cuda" && cuda::is_available() ? Device::cuda(0) : Device::cpu();
+  }();
+  return device;
+}
+
+std::vector<Sample> on_test_device(std::vector<Sample> samples) {
+  if (test_device().is_cpu()) return samples;
+  for (Sample& s : samples)
+    for (Tensor& t : s.inputs) t = device_put(t, test_device());
+  return samples;
+}
 
 Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
   std::mt19937_64 rng(seed * 7919 + 17);

@@ -68,6 +68,12 @@ template <class F> std::function<std::vector<Tensor>(const std::vector<Tensor>&)
   return [f](const std::vector<Tensor>& in) { return std::vector<Tensor>{f(in[0], in[1], in[2])}; };
 }
 
+/// The device the registry suites that opt in (test_rules, test_jit_equals_eager) run their samples
+/// on: cuda:0 when FLUXION_TEST_DEVICE=cuda and a GPU is usable (bench/gpu_check.sh), else the CPU.
+Device test_device();
+/// `samples` with their inputs moved to test_device() (a sample's own constants stay where it made them).
+std::vector<Sample> on_test_device(std::vector<Sample> samples);
+
 /// Elementwise comparison with a per-dtype tolerance (f32: atol 1e-6 + rtol 1e-5; f64: atol
 /// 1e-13 + rtol 1e-12; integers and bool exact; NaN equals NaN). Returns "" or a description of
 /// the first mismatch; `worst_rel` receives the largest relative error seen.

@@ -133,7 +133,7 @@ TEST_CASE("jit equals eager: every registry sample, on its inputs and on special
   int64_t compared = 0, with_specials = 0;
   for (const auto& [name, samples] : fx::testing::sample_registry()) {
     for (fx::DType dt : {fx::f32, fx::f64}) {
-      for (const fx::testing::Sample& s : samples.make(dt)) {
+      for (const fx::testing::Sample& s : fx::testing::on_test_device(samples.make(dt))) {
         CAPTURE(name);
         CAPTURE(s.label);
         for (bool specials : {false, true}) {

@@ -243,7 +243,7 @@ TEST_CASE("rules: derivatives against finite differences, to second order in eve
   for (const fx::Primitive* p : fx::all_primitives()) {
     auto it = fx::testing::sample_registry().find(p->name);
     if (it == fx::testing::sample_registry().end() || !p->jvp) continue;
-    for (const fx::testing::Sample& s : it->second.make(fx::f64)) {
+    for (const fx::testing::Sample& s : fx::testing::on_test_device(it->second.make(fx::f64))) {
       CAPTURE(p->name);
       CAPTURE(s.label);
       auto c = differentiable_case(p, s);
@@ -261,7 +261,8 @@ TEST_CASE("rules: f32 derivatives agree with f64 derivatives") {
   for (const fx::Primitive* p : fx::all_primitives()) {
     auto it = fx::testing::sample_registry().find(p->name);
     if (it == fx::testing::sample_registry().end() || !p->jvp) continue;
-    auto s64 = it->second.make(fx::f64), s32 = it->second.make(fx::f32);
+    auto s64 = fx::testing::on_test_device(it->second.make(fx::f64)),
+         s32 = fx::testing::on_test_device(it->second.make(fx::f32));
     if (s64.size() != s32.size()) continue;
     for (size_t i = 0; i < s64.size(); ++i) {
       auto c64 = differentiable_case(p, s64[i]);
@@ -291,7 +292,7 @@ TEST_CASE("rules: vmap equals a loop for every in_axes choice and batch sizes 0,
   for (const fx::Primitive* p : fx::all_primitives()) {
     auto it = fx::testing::sample_registry().find(p->name);
     if (it == fx::testing::sample_registry().end() || !p->batch) continue;
-    for (const fx::testing::Sample& s : it->second.make(fx::f64)) {
+    for (const fx::testing::Sample& s : fx::testing::on_test_device(it->second.make(fx::f64))) {
       CAPTURE(p->name);
       CAPTURE(s.label);
       size_t n = s.inputs.size();
@@ -319,7 +320,7 @@ TEST_CASE("rules: vmap of vmap equals a double loop") {
   for (const fx::Primitive* p : fx::all_primitives()) {
     auto it = fx::testing::sample_registry().find(p->name);
     if (it == fx::testing::sample_registry().end() || !p->batch) continue;
-    for (const fx::testing::Sample& s : it->second.make(fx::f64)) {
+    for (const fx::testing::Sample& s : fx::testing::on_test_device(it->second.make(fx::f64))) {
       CAPTURE(p->name);
       CAPTURE(s.label);
       Vec inner_batched, outer_batched;
@@ -348,7 +349,7 @@ TEST_CASE("rules: composition matrix per primitive (vmap∘jvp, vmap∘vjp, vjp�
     auto it = fx::testing::sample_registry().find(p->name);
     if (it == fx::testing::sample_registry().end() || !p->jvp || !p->batch) continue;
     int done = 0;
-    for (const fx::testing::Sample& sample : it->second.make(fx::f64)) {
+    for (const fx::testing::Sample& sample : fx::testing::on_test_device(it->second.make(fx::f64))) {
       auto c = differentiable_case(p, sample);
       if (!c || done >= 2) continue;
       ++done;
