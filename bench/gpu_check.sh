@@ -2,13 +2,13 @@
 # The GPU check of the CUDA backend (issue 30), one script for a lent GPU machine: it builds the
 # library, the CUDA tests and the GPU benchmark with the CUDA backend on (build-gpu/), runs
 # `ctest -R cuda` with FLUXION_TEST_DEVICE=cuda (every primitive's registry samples on the GPU
-# against the reference kernels, the jit cases on cuda:0 against the CPU jit; then test_rules and
-# test_jit_equals_eager with their samples on cuda:0; without a GPU the cases that need one skip with their reason and the host-side ones
-# -- the emulated kernels, the cuBLAS argument mapping, the allocator policy -- still run), then
-# bench/gpu_bench.cpp (copy bandwidth, elementwise chain, dot_general against raw cuBLAS, small-call
-# latency; it prints why it skips without a GPU), and prints one summary. It must finish in under
-# 7 minutes on one H100/H200 (16 cores). Logs go under $OUT when it is set (the device tool brings
-# them back), else build-gpu/logs.
+# against the reference kernels, the jit cases on cuda:0 against the CPU jit), then test_rules and
+# test_jit_equals_eager with their samples on cuda:0, then bench/gpu_bench.cpp (copy bandwidth,
+# elementwise chain, dot_general against raw cuBLAS, small-call latency), and prints one summary.
+# Without a GPU the cases that need one skip with their reason and the host-side ones (the emulated
+# kernels, the cuBLAS argument mapping, the allocator policy, NVRTC) still run. It must finish in
+# under 7 minutes on one H100/H200 (16 cores). Logs go under $OUT when it is set (the device tool
+# brings them back), else build-gpu/logs.
 #   bash bench/gpu_check.sh
 # Set CUDA_ARCHS (e.g. CUDA_ARCHS=90) to compile device code for fewer architectures.
 set -uo pipefail
