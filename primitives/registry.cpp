@@ -18,6 +18,13 @@ const std::vector<const Primitive*>& all_primitives() {
     primitives::register_control_flow(l);
     primitives::register_checkpoint(l);
     primitives::register_custom_rules(l);
+    primitives::register_linalg_triangular(l);
+    primitives::register_linalg_decompositions(l);
+    primitives::register_linalg_spectral(l);
+    primitives::register_random(l);
+    primitives::register_sort(l);
+    primitives::register_scatter(l);
+    primitives::register_convolution(l);
     return l;
   }();
   return list;

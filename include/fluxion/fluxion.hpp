@@ -23,6 +23,13 @@
 #include "fluxion/shape.hpp"
 #include "fluxion/tensor.hpp"
 #include "fluxion/transforms.hpp"
+#include "fluxion/linalg_triangular.hpp"
+#include "fluxion/linalg_decompositions.hpp"
+#include "fluxion/linalg_spectral.hpp"
+#include "fluxion/random.hpp"
+#include "fluxion/sort.hpp"
+#include "fluxion/scatter.hpp"
+#include "fluxion/convolution.hpp"
 
 #ifdef FLUXION_IMPLEMENTATION
 #include "fluxion/implementation.hpp"

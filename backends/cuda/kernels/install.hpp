@@ -7,6 +7,13 @@
 #include "backends/cuda/kernels/indexing.hpp"
 #include "backends/cuda/kernels/products.hpp"
 #include "backends/cuda/kernels/reductions.hpp"
+#include "backends/cuda/kernels/linalg_triangular.hpp"
+#include "backends/cuda/kernels/linalg_decompositions.hpp"
+#include "backends/cuda/kernels/linalg_spectral.hpp"
+#include "backends/cuda/kernels/random.hpp"
+#include "backends/cuda/kernels/sort.hpp"
+#include "backends/cuda/kernels/scatter.hpp"
+#include "backends/cuda/kernels/convolution.hpp"
 
 namespace fluxion::cuda {
 
@@ -16,6 +23,13 @@ template <class Exec> void install_kernel_table() {
   install_reduction_kernels<Exec>();
   install_product_kernels<Exec>();
   install_control_flow_kernels<Exec>();
+  install_linalg_triangular_kernels<Exec>();
+  install_linalg_decompositions_kernels<Exec>();
+  install_linalg_spectral_kernels<Exec>();
+  install_random_kernels<Exec>();
+  install_sort_kernels<Exec>();
+  install_scatter_kernels<Exec>();
+  install_convolution_kernels<Exec>();
 }
 
 }  // namespace fluxion::cuda

@@ -1,0 +1,3 @@
+/// conv_general_dilated, conv, conv_transpose (issue 31).
+#pragma once
+#include "fluxion/tensor.hpp"

@@ -1,0 +1,3 @@
+/// eigh, svd (issue 31).
+#pragma once
+#include "fluxion/tensor.hpp"

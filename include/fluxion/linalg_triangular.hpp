@@ -1,0 +1,3 @@
+/// cholesky, triangular_solve, cho_solve (issue 31).
+#pragma once
+#include "fluxion/tensor.hpp"
