@@ -67,6 +67,7 @@
 #include "primitives/checkpoint.cpp"
 #include "primitives/custom_rules.cpp"
 #include "primitives/linalg_triangular.cpp"
+#include "primitives/linalg_cholesky.cpp"
 #include "primitives/linalg_decompositions.cpp"
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
