@@ -10,6 +10,7 @@
 // transposable, so hessians and reverse mode follow); batching moves the batch axis to the front.
 #include <Eigen/Cholesky>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 
@@ -20,6 +21,12 @@
 #include "primitives/elementwise.hpp"
 #include "primitives/linalg_triangular.hpp"
 #include "transforms/batching.hpp"
+
+#if FLUXION_WITH_BLAS
+// LAPACK's Cholesky in OpenBLAS (column-major, Fortran calling convention); it ships no lapack.h.
+extern "C" void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info);
+extern "C" void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+#endif
 
 namespace fluxion::primitives {
 namespace triangular_detail {
