@@ -44,28 +44,62 @@ template <class T> void on_failure(T* l, const AbstractValue& a_aval, int64_t i,
   std::fill(l + i * n * n, l + (i + 1) * n * n, std::numeric_limits<T>::quiet_NaN());
 }
 
-/// CPU: one Eigen LLT per matrix of s = (a + aᵀ) / 2, in T. LLT reports a non-positive pivot; a NaN
-/// one it lets through, so the factor's diagonal is checked too.
+/// Matrices from this order on go to LAPACK's potrf when OpenBLAS is linked: single-threaded it
+/// measured 1.3-4x faster than Eigen's LLT for n = 64 ... 1000 (f64, this project's machine).
+inline constexpr int64_t kLapackCholesky = 64;
+#if FLUXION_WITH_BLAS
+inline constexpr bool kHaveLapack = true;
+#else
+inline constexpr bool kHaveLapack = false;
+#endif
+
+/// The lower factor of the column-major s in place through potrf (its upper part left as it was);
+/// false when potrf is not linked, n exceeds its int, or s is not positive definite.
+template <class T> bool lapack_cholesky(T* s, int64_t n) {
+#if FLUXION_WITH_BLAS
+  if (n > INT_MAX) return false;
+  const int order = static_cast<int>(n);
+  const char uplo = 'L';
+  int info = 0;
+  if constexpr (std::is_same_v<T, float>) spotrf_(&uplo, &order, s, &order, &info);
+  else dpotrf_(&uplo, &order, s, &order, &info);
+  return info == 0;
+#else
+  (void)s, (void)n;
+  return false;
+#endif
+}
+
+/// CPU: per matrix, s = (a + aᵀ) / 2 in T, factored by potrf (large n, OpenBLAS linked) or Eigen's
+/// LLT. Both report a non-positive pivot; a NaN one they may let through, so the factor's diagonal
+/// is checked too.
 template <class T>
 void cholesky_cpu(const T* a, T* l, const AbstractValue& a_aval, int64_t batch, int64_t n, bool nan) {
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (n == 0) return;
+  const bool lapack = kHaveLapack && n >= kLapackCholesky;
   const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3;
-  cpu::gemm_detail::ProductThreads threads(work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
+  cpu::gemm_detail::ProductThreads threads(!lapack && work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   ColMajor s(n, n);
-  Eigen::LLT<ColMajor, Eigen::Lower> llt(n);
+  Eigen::LLT<ColMajor, Eigen::Lower> llt(lapack ? 0 : n);
   for (int64_t i = 0; i < batch; ++i) {
     Eigen::Map<const RowMajor> am(a + i * n * n, n, n);
     s = (am + am.transpose()) * T(0.5);
-    llt.compute(s);
-    bool ok = llt.info() == Eigen::Success;
-    for (int64_t c = 0; ok && c < n; ++c) ok = llt.matrixLLT()(c, c) > T(0);
+    bool ok;
+    if (lapack) {
+      ok = lapack_cholesky(s.data(), n);
+    } else {
+      llt.compute(s);
+      ok = llt.info() == Eigen::Success;
+      if (ok) s = llt.matrixLLT();
+    }
+    for (int64_t c = 0; ok && c < n; ++c) ok = s(c, c) > T(0);
     if (!ok) {
       on_failure(l, a_aval, i, n, nan);
       continue;
     }
-    Eigen::Map<RowMajor>(l + i * n * n, n, n) = llt.matrixLLT().template triangularView<Eigen::Lower>();
+    Eigen::Map<RowMajor>(l + i * n * n, n, n) = s.template triangularView<Eigen::Lower>();
   }
 }
 
