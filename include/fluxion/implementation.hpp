@@ -68,6 +68,8 @@
 #include "primitives/custom_rules.cpp"
 #include "primitives/linalg_triangular.cpp"
 #include "primitives/linalg_decompositions.cpp"
+#include "primitives/linalg_expm.cpp"
+#include "src/ops_linalg_decompositions.cpp"
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
 #include "primitives/sort.cpp"
