@@ -139,10 +139,20 @@ template <class T> void lu_cpu(const T* a, T* lu, int32_t* piv, int32_t* perm, M
   cpu::gemm_detail::ProductThreads threads(work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   for (int64_t i = 0; i < d.batch; ++i) {
     int32_t* p = piv + i * k;
+    T* f = lu + i * d.m * d.n;
     if (k > 0) {
+      // Eigen's blocked path updates only the first min(m, n) columns, so a wide matrix factors its
+      // leading m x m block, and its trailing columns get the same row swaps and U12 = L⁻¹ A12.
       int32_t swaps = 0;
-      Eigen::internal::partial_lu_impl<T, Eigen::RowMajor, int32_t>::blocked_lu(d.m, d.n, lu + i * d.m * d.n, d.n, p,
-                                                                                swaps);
+      Eigen::internal::partial_lu_impl<T, Eigen::RowMajor, int32_t>::blocked_lu(d.m, k, f, d.n, p, swaps);
+      if (d.n > d.m) {
+        using Strided =
+            Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
+        Strided left(f, d.m, d.m, Eigen::OuterStride<>(d.n)), right(f + d.m, d.m, d.n - d.m, Eigen::OuterStride<>(d.n));
+        for (int64_t r = 0; r < d.m; ++r)
+          if (p[r] != r) right.row(r).swap(right.row(p[r]));
+        left.template triangularView<Eigen::UnitLower>().solveInPlace(right);
+      }
     }
     permutation_from_pivots(p, k, perm + i * d.m, d.m);
   }
