@@ -98,6 +98,10 @@ TEST_CASE("lu: singular matrices factor without error (a zero pivot), and det is
   auto [sign, logabsdet] = fx::linalg::slogdet(rank1);
   CHECK(sign.item<double>() == 0);
   CHECK(logabsdet.item<double>() == -std::numeric_limits<double>::infinity());
+  // The derivative needs U nonsingular (lu's jvp solves with it): at a singular matrix det's
+  // gradient raises the singular-matrix error instead of returning inf/NaN (documented).
+  auto det = [](const fx::Tensor& x) { return fx::linalg::det(x); };
+  CHECK_THROWS_WITH_AS(fx::grad(det)(rank1), doctest::Contains("is singular"), fx::Error);
 }
 
 // ---- det, slogdet ----
