@@ -144,6 +144,13 @@ TEST_CASE("det and slogdet: gradients det a⁻ᵀ and a⁻ᵀ, the logdet Hessia
   fx::Tensor hv = fx::hvp(logdet, a, e);
   fx::Tensor ae = fx::matmul(fx::inv(a), e);
   CHECK(fx::sum(hv * e).item<double>() == doctest::Approx(-fx::sum(ae * mT(ae)).item<double>()).epsilon(1e-12));
+  // det of a 2x2 matrix is ad - bc: its Hessian is the constant pairing a with d and b with c.
+  fx::Tensor h =
+      fx::hessian([](const fx::Tensor& x) { return fx::linalg::det(x); })(fx::tensor({{2.0, 1.0}, {-1.0, 3.0}}));
+  CHECK(
+      max_diff(fx::reshape(h, {4, 4}),
+               fx::tensor({{0.0, 0.0, 0.0, 1.0}, {0.0, 0.0, -1.0, 0.0}, {0.0, -1.0, 0.0, 0.0}, {1.0, 0.0, 0.0, 0.0}})) <
+      1e-14);
   // Batched: vmap of det's gradient equals the per-matrix closed form.
   fx::Tensor batch = random({2, 3, 3}, 7) + fx::eye(3) * 4.0;
   fx::Tensor gb = fx::vmap(fx::grad([](const fx::Tensor& x) { return fx::linalg::det(x); }))(batch);
@@ -217,6 +224,8 @@ TEST_CASE("matrix_power: identity, repeated squaring, negative powers, integers,
   CHECK(fib.dtype() == ints.dtype());
   CHECK(vals(fib) == std::vector<double>{89, 55, 55, 34});
   CHECK(fx::linalg::matrix_power(ints, -1).dtype() == fx::f64);
+  CHECK_THROWS_WITH_AS(fx::linalg::matrix_power(fx::tensor({{1.0, 2.0}, {2.0, 4.0}}), -2),
+                       doctest::Contains("is singular"), fx::Error);
   auto cube = [](const fx::Tensor& x) { return fx::sum(fx::linalg::matrix_power(x, 3)); };
   auto direct = [](const fx::Tensor& x) { return fx::sum(fx::matmul(fx::matmul(x, x), x)); };
   CHECK(max_diff(fx::grad(cube)(a), fx::grad(direct)(a)) < 1e-11);
@@ -238,6 +247,11 @@ TEST_CASE("expm: known exponentials, inverse pairs, large norms (scaling and squ
         1e-13);
   CHECK(max_diff(fx::jit([](const fx::Tensor& x) { return fx::linalg::expm(x); })(a), fx::linalg::expm(a)) == 0);
   CHECK(fx::linalg::expm(fx::tensor({{1, 0}, {0, 1}})).dtype() == fx::f64);
+  // Non-finite input: a NaN matrix from both kernels, never a finite-looking answer.
+  fx::Tensor inf = fx::tensor({{std::numeric_limits<double>::infinity(), 0.0}, {0.0, 1.0}});
+  for (fx::Backend b : {fx::Backend::cpu, fx::Backend::reference})
+    for (double x : vals(fx::eval_primitive(*fx::find_primitive("expm"), {inf}, fx::no_params(), b)[0]))
+      CHECK(std::isnan(x));
 }
 
 TEST_CASE("expm: gradient and Hessian through expm_frechet against finite differences, third order works") {
