@@ -69,6 +69,8 @@
 #include "primitives/linalg_triangular.cpp"
 #include "primitives/linalg_cholesky.cpp"
 #include "primitives/linalg_decompositions.cpp"
+#include "primitives/linalg_expm.cpp"
+#include "src/ops_linalg_decompositions.cpp"
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
 #include "primitives/sort.cpp"
