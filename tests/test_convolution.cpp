@@ -11,6 +11,7 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "primitives/convolution.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
 
@@ -160,6 +161,48 @@ TEST_CASE("conv: a small CNN's loss gradient matches finite differences, eagerly
   const std::vector<double> v1 = vals(g1), v2 = vals(g2);
   for (size_t i = 0; i < v1.size(); i += 5) CHECK(v1[i] == doctest::Approx(fd(w1, i, true)).epsilon(1e-6));
   for (size_t i = 0; i < v2.size(); i += 7) CHECK(v2[i] == doctest::Approx(fd(w2, i, false)).epsilon(1e-6));
+}
+
+TEST_CASE("conv: the CPU kernel equals the reference on shapes the samples are too small for") {
+  // Chunked patch matrices with feature groups; a weight-gradient shape (kernel larger than the output: patches
+  // by position) with batch groups; NHWC with strides and both dilations (output written through its strides).
+  using fx::primitives::convolution_detail::ConvParams;
+  auto params = [](std::vector<int64_t> strides, std::vector<int64_t> lo, std::vector<int64_t> hi,
+                   std::vector<int64_t> lhs_dil, std::vector<int64_t> rhs_dil, std::vector<int64_t> lhs_spec,
+                   std::vector<int64_t> rhs_spec, std::vector<int64_t> out_spec, int64_t fgc, int64_t bgc) {
+    ConvParams p;
+    p.window_strides = strides, p.padding_lo = lo, p.padding_hi = hi, p.lhs_dilation = lhs_dil;
+    p.rhs_dilation = rhs_dil, p.lhs_spec = lhs_spec, p.rhs_spec = rhs_spec, p.out_spec = out_spec;
+    p.feature_group_count = fgc, p.batch_group_count = bgc;
+    return p;
+  };
+  struct Case {
+    std::vector<int64_t> lhs, rhs;
+    ConvParams p;
+  };
+  const std::vector<Case> cases{
+      {{64, 8, 16, 16},
+       {8, 4, 3, 3},
+       params({1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, 2, 1)},
+      {{6, 4, 12, 12},
+       {6, 8, 12, 12},
+       params({1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 0, 2, 3}, {1, 0, 2, 3}, {1, 0, 2, 3}, 1, 2)},
+      {{3, 10, 9, 4},
+       {3, 3, 4, 5},
+       params({2, 1}, {2, 0}, {1, 3}, {1, 2}, {2, 1}, {0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}, 1, 1)},
+  };
+  const fx::Primitive& conv = fx::primitives::convolution_detail::conv_general_dilated_p();
+  uint64_t seed = 20;
+  for (const Case& c : cases)
+    for (fx::DType dt : {fx::f64, fx::f32}) {
+      // Multiples of 1/16: every sum here is exact in f32 too, in any order.
+      std::vector<fx::Tensor> in{fx::testing::grid_tensor(fx::Shape(c.lhs), dt, seed++),
+                                 fx::testing::grid_tensor(fx::Shape(c.rhs), dt, seed++)};
+      fx::Tensor got = fx::eval_primitive(conv, in, c.p, fx::Backend::cpu)[0];
+      fx::Tensor want = fx::eval_primitive(conv, in, c.p, fx::Backend::reference)[0];
+      CAPTURE(got.aval());
+      CHECK(fx::testing::compare_tensors(got, want) == "");
+    }
 }
 
 TEST_CASE("conv: errors of the op layer name the op and the fix") {
