@@ -15,6 +15,7 @@
 
 #include "backends/cpu/convolution.hpp"
 #include "backends/reference/convolution.hpp"
+#include "fluxion/cuda.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/builder.hpp"
 #include "primitives/convolution.hpp"
@@ -177,7 +178,7 @@ Tensor reverse(const Tensor& x, const std::vector<int64_t>& axes) {
     if (n < 2) continue;
     std::vector<int32_t> idx(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = static_cast<int32_t>(n - 1 - i);
-    r = lax::gather(r, from_vector(idx), a);
+    r = lax::gather(r, device_put(from_vector(idx), x.device()), a);  // indices where x is
   }
   return r;
 }
@@ -260,7 +261,7 @@ void conv_transpose_rule(const Primitive& self, const std::vector<Tensor>& cts_o
   for (int k = 0; k < 2; ++k) {
     if (inputs[static_cast<size_t>(k)].defined()) continue;
     const AbstractValue& a = in_avals[static_cast<size_t>(k)];
-    if (empty) cts_in[static_cast<size_t>(k)] = zeros(a.shape, a.dtype);
+    if (empty) cts_in[static_cast<size_t>(k)] = device_put(zeros(a.shape, a.dtype), ct.device());
     else if (k == 0) cts_in[0] = transpose_lhs(ct, a, inputs[1], p);
     else cts_in[1] = transpose_rhs(ct, inputs[0], a, p);
   }
@@ -287,7 +288,7 @@ void conv_batch(const Primitive& self, const std::vector<Tensor>& values, const 
     const AbstractValue o = self.abstract_eval(avals, p)[0];
     std::vector<int64_t> shape = o.shape.dims();
     shape.insert(shape.begin(), 0);
-    out = {zeros(Shape(shape), o.dtype)};
+    out = {device_put(zeros(Shape(shape), o.dtype), values[dims[0] != kNotMapped ? 0 : 1].device())};
     out_dims = {0};
     return;
   }
