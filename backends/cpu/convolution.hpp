@@ -135,19 +135,27 @@ template <class T> void fill_row(const T* src, const std::vector<PatchRun>& runs
 template <class T> void patches_by_tap(const T* lhs, const ConvGeometry& g, int64_t n0, int64_t cn, T* cols) {
   const int64_t positions = product(g.out_size), taps = product(g.kernel_size), depth = g.group_in * taps;
   const int64_t width = cn * positions;
-  std::vector<int64_t> k(static_cast<size_t>(g.spatial()));
-  std::vector<PatchRun> runs;
-  for (int64_t t = 0; t < taps; ++t) {
+  auto tap_rows = [&](int64_t t) {  // every row of kernel position t
+    std::vector<int64_t> k(static_cast<size_t>(g.spatial()));
+    std::vector<PatchRun> runs;
     unravel(t, g.kernel_size, k);
     patch_runs(g, k, runs);
     for (int64_t grp = 0; grp < g.groups; ++grp)
       for (int64_t i = 0; i < g.group_in; ++i)
-        for (int64_t n = 0; n < cn; ++n) {
-          T* row = cols + (grp * depth + i * taps + t) * width + n * positions;
-          fill_row(lhs + g.lhs_batch(grp, n0 + n) * g.lhs_step[0] + g.lhs_feature(grp, i) * g.lhs_step[1], runs, row,
-                   positions);
-        }
+        for (int64_t n = 0; n < cn; ++n)
+          fill_row(lhs + g.lhs_batch(grp, n0 + n) * g.lhs_step[0] + g.lhs_feature(grp, i) * g.lhs_step[1], runs,
+                   cols + (grp * depth + i * taps + t) * width + n * positions, positions);
+  };
+  // Rows of different kernel positions are disjoint: large copies share them out over the kernel's threads.
+  const int threads = g.groups * depth * width >= (int64_t(1) << 18) ? kernel_threads() : 1;
+#ifdef _OPENMP
+  if (threads > 1 && taps > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t t = 0; t < taps; ++t) tap_rows(t);
+    return;
   }
+#endif
+  for (int64_t t = 0; t < taps; ++t) tap_rows(t);
 }
 
 /// The transposed patch matrix: one row per (group, batch, output position), one column per (in feature, tap);
@@ -155,19 +163,26 @@ template <class T> void patches_by_tap(const T* lhs, const ConvGeometry& g, int6
 template <class T> void patches_by_position(const T* lhs, const ConvGeometry& g, int64_t n0, int64_t cn, T* cols) {
   const int64_t positions = product(g.out_size), taps = product(g.kernel_size), depth = g.group_in * taps;
   const ConvGeometry swapped = swap_window(g);
-  std::vector<int64_t> o(static_cast<size_t>(g.spatial()));
-  std::vector<PatchRun> runs;
-  for (int64_t p = 0; p < positions; ++p) {
+  auto position_rows = [&](int64_t p) {  // every row of output position p
+    std::vector<int64_t> o(static_cast<size_t>(g.spatial()));
+    std::vector<PatchRun> runs;
     unravel(p, g.out_size, o);
     patch_runs(swapped, o, runs);
     for (int64_t grp = 0; grp < g.groups; ++grp)
       for (int64_t n = 0; n < cn; ++n)
-        for (int64_t i = 0; i < g.group_in; ++i) {
-          T* row = cols + ((grp * cn + n) * positions + p) * depth + i * taps;
-          fill_row(lhs + g.lhs_batch(grp, n0 + n) * g.lhs_step[0] + g.lhs_feature(grp, i) * g.lhs_step[1], runs, row,
-                   taps);
-        }
+        for (int64_t i = 0; i < g.group_in; ++i)
+          fill_row(lhs + g.lhs_batch(grp, n0 + n) * g.lhs_step[0] + g.lhs_feature(grp, i) * g.lhs_step[1], runs,
+                   cols + ((grp * cn + n) * positions + p) * depth + i * taps, taps);
+  };
+  const int threads = g.groups * depth * cn * positions >= (int64_t(1) << 18) ? kernel_threads() : 1;
+#ifdef _OPENMP
+  if (threads > 1 && positions > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t p = 0; p < positions; ++p) position_rows(p);
+    return;
   }
+#endif
+  for (int64_t p = 0; p < positions; ++p) position_rows(p);
 }
 
 /// Element offsets of the row-major positions of `size` for the spatial steps step[2:].
