@@ -213,6 +213,14 @@ template <class T> void pack_weights(const T* rhs, const ConvGeometry& g, bool d
         for (int64_t o0 = 0; o0 < g.group_out; o0 += b)
           for (int64_t t0 = 0; t0 < taps; t0 += b) {
             const int64_t o1 = std::min(o0 + b, g.group_out), t1 = std::min(t0 + b, taps);
+            if (contiguous && t1 - t0 == b && o1 - o0 == b) {  // a full tile through a local buffer (vectorized)
+              T tile[16][16];
+              for (int64_t o = 0; o < b; ++o)
+                std::copy(from + (o0 + o) * rs + t0, from + (o0 + o) * rs + t0 + b, tile[o]);
+              for (int64_t t = 0; t < b; ++t)
+                for (int64_t o = 0; o < b; ++o) to[(t0 + t) * g.group_out + o0 + o] = tile[o][t];
+              continue;
+            }
             for (int64_t o = o0; o < o1; ++o)
               for (int64_t t = t0; t < t1; ++t)
                 to[t * g.group_out + o] = from[o * rs + (contiguous ? t : tap_offset[static_cast<size_t>(t)])];
