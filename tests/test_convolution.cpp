@@ -165,7 +165,8 @@ TEST_CASE("conv: a small CNN's loss gradient matches finite differences, eagerly
 
 TEST_CASE("conv: the CPU kernel equals the reference on shapes the samples are too small for") {
   // Chunked patch matrices with feature groups; a weight-gradient shape (kernel larger than the output: patches
-  // by position) with batch groups; NHWC with strides and both dilations (output written through its strides).
+  // by position, weights packed in 16 x 16 tiles) with batch groups; NHWC with strides and both dilations (the
+  // output written through its strides).
   using fx::primitives::convolution_detail::ConvParams;
   auto params = [](std::vector<int64_t> strides, std::vector<int64_t> lo, std::vector<int64_t> hi,
                    std::vector<int64_t> lhs_dil, std::vector<int64_t> rhs_dil, std::vector<int64_t> lhs_spec,
@@ -185,7 +186,7 @@ TEST_CASE("conv: the CPU kernel equals the reference on shapes the samples are t
        {8, 4, 3, 3},
        params({1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, 2, 1)},
       {{6, 4, 12, 12},
-       {6, 8, 12, 12},
+       {6, 32, 12, 12},
        params({1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 0, 2, 3}, {1, 0, 2, 3}, {1, 0, 2, 3}, 1, 2)},
       {{3, 10, 9, 4},
        {3, 3, 4, 5},
