@@ -327,3 +327,17 @@ def write_records(records, path):
     else:
         with open(path, "w") as f:
             f.write(text + "\n")
+
+
+# Wconv (bench/bench_workloads_conv.cpp, issue 31): y = conv(x, w), x [N, C, H, W] (NCHW), w [O, C, K, K]
+# (OIHW), stride 1, SAME padding, f32; "grad" is the gradient of 0.5 sum(y^2) w.r.t. (x, w).
+WORKLOADS["Wconv"] = [(k, "N=8,C=32,O=64,H=32,W=32,K=3", True) for k in ("grad", "fn")]
+LABELS[("Wconv", "grad")] = "Wconv conv2d forward+backward"
+LABELS[("Wconv", "fn")] = "Wconv conv2d forward"
+
+
+def conv_data(N, C, O, H, W, K):
+    """(x [N, C, H, W], w [O, C, K, K]) in float64, as ConvData in bench/bench_workloads_conv.cpp."""
+    x = normal_values(N * C * H * W, 14001).reshape(N, C, H, W)
+    w = normal_values(O * C * K * K, 14002, 1.0 / math.sqrt(C * K * K)).reshape(O, C, K, K)
+    return x, w

@@ -214,7 +214,25 @@ def make(w, kind, size):
             J = jac(r)(p_)
             return J.T @ J, r(p_) @ J
         return (lambda: normal_equations(p, t, y)), leaves
+    if w == "Wconv":
+        return make_conv(kind, v), leaves
     raise ValueError(f"unknown workload {w}")
+
+
+# Wconv (issue 31): y = conv(x, w) NCHW / OIHW, stride 1, SAME; grad of 0.5 sum(y^2) w.r.t. (x, w).
+def conv_layer(x, w):
+    return jax.lax.conv(x, w, (1, 1), "SAME")
+
+
+def conv_layer_loss(x, w):
+    y = conv_layer(x, w)
+    return 0.5 * jnp.sum(y * y)
+
+
+def make_conv(kind, v):
+    x, w = (jnp.asarray(a, f32) for a in cc.conv_data(v["N"], v["C"], v["O"], v["H"], v["W"], v["K"]))
+    f = jax.jit(jax.grad(conv_layer_loss, argnums=(0, 1)) if kind == "grad" else conv_layer)
+    return lambda: f(x, w)
 
 
 def main(argv):

@@ -209,7 +209,25 @@ def make(w, kind, size):
             J = jac(r)(p)
             return J.T @ J, r(p) @ J
         return normal_equations
+    if w == "Wconv":
+        return make_conv(kind, v)
     raise ValueError(f"unknown workload {w}")
+
+
+# Wconv (issue 31): y = conv2d(x, w) NCHW / OIHW, stride 1, SAME; grad of 0.5 sum(y^2) w.r.t. (x, w).
+def conv_layer(x, w):
+    return torch.nn.functional.conv2d(x, w, stride=1, padding="same")
+
+
+def conv_layer_loss(x, w):
+    y = conv_layer(x, w)
+    return 0.5 * torch.sum(y * y)
+
+
+def make_conv(kind, v):
+    x, w = (torch.as_tensor(a, dtype=f32) for a in cc.conv_data(v["N"], v["C"], v["O"], v["H"], v["W"], v["K"]))
+    f = grad(conv_layer_loss, argnums=(0, 1)) if kind == "grad" else conv_layer
+    return lambda: f(x, w)
 
 
 def main(argv):

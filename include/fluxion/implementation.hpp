@@ -76,6 +76,7 @@
 #include "primitives/sort.cpp"
 #include "primitives/scatter.cpp"
 #include "primitives/convolution.cpp"
+#include "src/ops_convolution.cpp"
 #include "src/ops.cpp"
 #include "src/ops_linalg.cpp"
 #include "src/ops_reduce.cpp"
