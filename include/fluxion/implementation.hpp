@@ -70,6 +70,7 @@
 #include "primitives/linalg_decompositions.cpp"
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
+#include "src/ops_random.cpp"
 #include "primitives/sort.cpp"
 #include "primitives/scatter.cpp"
 #include "primitives/convolution.cpp"
