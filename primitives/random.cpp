@@ -5,6 +5,9 @@
 //  - erf_inv: the inverse error function (f32, f64), XLA's polynomials (primitives/random.hpp), so
 //    fx::random::normal reproduces jax.random.normal. jvp: sqrt(pi)/2 exp(erf_inv(x)²) t.
 //    The reference inverts erf by Newton steps in long double: an independent computation.
+//  - fma (a, b, c) -> a·b + c rounded once: XLA contracts uniform's floats·(maxval - minval) +
+//    minval into a fused multiply-add, so the bits need one. Operands of one float dtype, one
+//    shape or rank 0; jvp da·b + a·db + dc; batching is the elementwise rule.
 //  - permute_by_keys (keys, values): values reordered along the last axis by ascending i64 keys,
 //    stably; the sort inside jax.random.permutation. Linear in values: the jvp permutes the
 //    tangent, the transpose applies the inverse permutation (a permute_by_keys whose keys are the
@@ -128,6 +131,64 @@ const Primitive& erf_inv_p() {
   return p;
 }
 
+// ---- fma ----
+
+std::vector<AbstractValue> fma_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params&) {
+  check_arity(self, in, 3);
+  for (const AbstractValue& a : in) check_dtype_in(self, a, kFloating);
+  Shape s = elementwise_binary_shape(self, in[0], in[1]);
+  AbstractValue ab{s, in[0].dtype};
+  return {AbstractValue{elementwise_binary_shape(self, ab, in[2]), in[0].dtype}};
+}
+
+/// The spec: IEEE 754's fusedMultiplyAdd, which the C library computes correctly rounded (the
+/// kernels use the same operation through the shared fused_multiply_add, hardware FMA where present).
+template <class T> T fma_reference(T a, T b, T c) { return std::fma(a, b, c); }
+
+template <bool Reference> void fma_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+  dispatch_dtype(out[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T *a = in[0].data<T>(), *b = in[1].data<T>(), *c = in[2].data<T>();
+      const int64_t sa = in[0].ndim() == 0 ? 0 : 1, sb = in[1].ndim() == 0 ? 0 : 1, sc = in[2].ndim() == 0 ? 0 : 1;
+      T* y = out[0].mutable_data<T>();
+      for (int64_t i = 0, n = out[0].size(); i < n; ++i) {
+        if constexpr (Reference) y[i] = fma_reference(a[i * sa], b[i * sb], c[i * sc]);
+        else y[i] = fused_multiply_add(a[i * sa], b[i * sb], c[i * sc]);
+      }
+    }
+  });
+}
+
+// d(a·b + c) = da·b + a·db + dc; undefined tangents are zeros.
+void fma_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+             const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+  primals_out = fluxion::bind(self, primals, params);
+  const Shape& shape = primals_out[0].shape();
+  Tensor t;
+  auto accumulate = [&](const Tensor& term) {
+    Tensor full_term = broadcast_scalar_to(term, shape);
+    t = t.defined() ? lax::add(t, full_term) : full_term;
+  };
+  if (tangents[0].defined())
+    accumulate(lax::mul(broadcast_scalar_to(tangents[0], shape), broadcast_scalar_to(primals[1], shape)));
+  if (tangents[1].defined())
+    accumulate(lax::mul(broadcast_scalar_to(primals[0], shape), broadcast_scalar_to(tangents[1], shape)));
+  if (tangents[2].defined()) accumulate(tangents[2]);
+  tangents_out = {t};
+}
+
+const Primitive& fma_p() {
+  static const Primitive& p = define_primitive("fma")
+                                  .shape(&fma_shape_rule)
+                                  .reference(&fma_kernel<true>)
+                                  .cpu(&fma_kernel<false>)
+                                  .jvp(&fma_jvp)
+                                  .batch(&elementwise_batch_rule)
+                                  .build();
+  return p;
+}
+
 // ---- permute_by_keys ----
 
 std::vector<AbstractValue> permute_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in,
@@ -220,7 +281,7 @@ const Primitive& permute_by_keys_p() {
 
 void register_random(std::vector<const Primitive*>& list) {
   using namespace random_detail;
-  list.insert(list.end(), {&threefry2x32_p(), &erf_inv_p(), &permute_by_keys_p()});
+  list.insert(list.end(), {&threefry2x32_p(), &erf_inv_p(), &fma_p(), &permute_by_keys_p()});
 }
 
 }  // namespace fluxion::primitives

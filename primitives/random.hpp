@@ -15,6 +15,8 @@ namespace fluxion::primitives::random_detail {
 const Primitive& threefry2x32_p();
 /// erf_inv: the inverse error function, elementwise on f32/f64, XLA's approximation. NoParams.
 const Primitive& erf_inv_p();
+/// fma: (a, b, c) -> a·b + c with one rounding (f32, f64; one shape or rank 0). NoParams.
+const Primitive& fma_p();
 /// permute_by_keys: (keys i64[..., n], values T[..., n]) -> values reordered along the last axis
 /// so that their keys ascend, stably (equal keys keep their order). NoParams.
 const Primitive& permute_by_keys_p();
@@ -41,13 +43,14 @@ FLUXION_HD inline void threefry2x32_block(unsigned k0, unsigned k1, unsigned x0,
   y1 = x1;
 }
 
-FLUXION_HD inline float erf_inv_fma(float a, float b, float c) { return ::fmaf(a, b, c); }
-FLUXION_HD inline double erf_inv_fma(double a, double b, double c) { return ::fma(a, b, c); }
+/// a·b + c rounded once (the hardware's fused multiply-add on both sides).
+FLUXION_HD inline float fused_multiply_add(float a, float b, float c) { return ::fmaf(a, b, c); }
+FLUXION_HD inline double fused_multiply_add(double a, double b, double c) { return ::fma(a, b, c); }
 
 /// Horner's rule p = c[0] w^(n-1) + ... + c[n-1] with fused multiply-adds, as XLA's CPU code runs it.
 template <class T, int N> FLUXION_HD T erf_inv_horner(const T (&c)[N], T w) {
   T p = c[0];
-  for (int i = 1; i < N; ++i) p = erf_inv_fma(p, w, c[i]);
+  for (int i = 1; i < N; ++i) p = fused_multiply_add(p, w, c[i]);
   return p;
 }
 

@@ -1,7 +1,7 @@
 // Samples of the random family's primitives: threefry2x32 (i64 words of one shape, rank-0 keys
 // broadcast, size 0), erf_inv (f32/f64 in [-0.7, 0.7], where the rule suite's scaled vmap copies
-// stay inside (-1, 1)), and permute_by_keys (floating values by i64 keys along the last axis,
-// with tied keys, several leading axes and a size-0 axis).
+// stay inside (-1, 1)), fma (one shape, rank-0 operands broadcast, size 0), and permute_by_keys
+// (floating values by i64 keys along the last axis, with tied keys, several leading axes, size 0).
 #include <sstream>
 
 #include "primitives/random.hpp"
@@ -74,6 +74,29 @@ std::vector<Sample> permute_samples(DType dt) {
   return out;
 }
 
+std::vector<Sample> fma_samples(DType dt) {
+  std::vector<Sample> out;
+  uint64_t seed = 3400;
+  auto fma = ternary_fn([](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return bind1(prims::fma_p(), {a, b, c});
+  });
+  struct Case {
+    Shape a, b, c;
+  };
+  const Case cases[] = {{{5}, {5}, {5}}, {{2, 3}, {2, 3}, {2, 3}}, {{}, {}, {}}, {{4}, {}, {}}, {{}, {3}, {}},
+                        {{}, {}, {3}},   {{0}, {0}, {0}}};
+  for (const Case& c : cases) {
+    std::vector<Tensor> in{random_tensor(c.a, dt, seed), random_tensor(c.b, dt, seed + 1),
+                           random_tensor(c.c, dt, seed + 2)};
+    seed += 3;
+    Shape shape = c.a.size() ? c.a : c.b.size() ? c.b : c.c;
+    std::ostringstream label;
+    label << "fma " << in[0].aval() << " " << in[1].aval() << " " << in[2].aval();
+    out.push_back(Sample{label.str(), in, fma, {AbstractValue{shape, dt}}});
+  }
+  return out;
+}
+
 Tensor i64s(const Shape& s) { return zeros(s, i64); }
 
 const bool registered_threefry = register_samples(
@@ -97,6 +120,20 @@ const bool registered_erf_inv =
                                                   [] { lax::erf_inv(zeros({3}, i32)); }),
                                   bad<DTypeError>("bool operand", "[erf_inv] got an operand of type bool[]",
                                                   [] { lax::erf_inv(full(Shape{}, true, boolean)); })}});
+
+const bool registered_fma = register_samples(
+    "fma", {fma_samples,
+            {bad<DTypeError>("integer operands", "[fma] got an operand of type i32[2]",
+                             [] {
+                               bind1(prims::fma_p(), {zeros({2}, i32), zeros({2}, i32), zeros({2}, i32)});
+                             }),
+             bad<DTypeError>("mixed dtypes", "[fma] operand dtypes differ: f32[2] and f64[2]",
+                             [] {
+                               bind1(prims::fma_p(), {zeros({2}, f32), zeros({2}), zeros({2})});
+                             }),
+             bad<ShapeError>("shapes differ", "[fma] shapes f64[2] and f64[3] differ", [] {
+               bind1(prims::fma_p(), {zeros({2}), zeros({2}), zeros({3})});
+             })}});
 
 const bool registered_permute = register_samples(
     "permute_by_keys",
