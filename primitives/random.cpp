@@ -114,7 +114,7 @@ struct ErfInv {
     L y = static_cast<L>(erf_inv_scalar(static_cast<double>(x)));
     if (!std::isfinite(static_cast<double>(y))) return static_cast<T>(y);
     for (int step = 0; step < 4; ++step) {
-      const L slope = 2 / std::sqrt(L(M_PI)) * std::exp(-y * y);
+      const L slope = 2 / std::sqrt(L(3.14159265358979323846264338327950288L)) * std::exp(-y * y);
       if (slope == 0) break;
       y -= (std::erf(y) - L(x)) / slope;
     }

@@ -3,10 +3,12 @@
 ///  - threefry2x32: one body index per counter pair, the shared block function
 ///    (primitives/random.hpp), so host and device give the same words;
 ///  - erf_inv: the elementwise unary kernel over the shared XLA polynomial;
+///  - fma: one body index per element, the device's fused multiply-add;
 ///  - permute_by_keys: one body index per element, which counts the elements of its row that sort
 ///    before it (smaller key, or equal key and smaller index) and writes itself at that rank.
 ///    O(n) work per element, n the row length: meant for the rows of jax.random.permutation.
 #pragma once
+#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/exec.hpp"
@@ -48,6 +50,28 @@ struct ErfInvFunctor {
   template <class T> FLUXION_HD static T apply(T x) { return primitives::random_detail::erf_inv_scalar(x); }
 };
 
+/// s*: 1, or 0 for a broadcast rank-0 operand.
+template <class T> struct FmaBody {
+  const T* a;
+  const T* b;
+  const T* c;
+  fx_index sa, sb, sc;
+  T* y;
+  FLUXION_HD void operator()(fx_index i) const {
+    y[i] = primitives::random_detail::fused_multiply_add(a[i * sa], b[i * sb], c[i * sc]);
+  }
+};
+
+template <class Exec> void fma_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
+  auto stride = [&](size_t k) -> fx_index { return in[k].ndim() == 0 ? 0 : 1; };
+  dispatch_dtype(out[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>)
+      Exec::for_each(out[0].size(), FmaBody<T>{in[0].data<T>(), in[1].data<T>(), in[2].data<T>(), stride(0), stride(1),
+                                               stride(2), out[0].mutable_data<T>()});
+  });
+}
+
 template <class T> struct PermuteByKeysBody {
   const int64_t* keys;
   const T* values;
@@ -79,6 +103,7 @@ template <class Exec> void install_random_kernels() {
   namespace r = primitives::random_detail;
   runtime::set_kernel(r::threefry2x32_p(), Exec::backend, &random_kernels::threefry_kernel<Exec>);
   elementwise_detail::set_unary<Exec, random_kernels::ErfInvFunctor, kFloating.bits>(r::erf_inv_p());
+  runtime::set_kernel(r::fma_p(), Exec::backend, &random_kernels::fma_kernel<Exec>);
   runtime::set_kernel(r::permute_by_keys_p(), Exec::backend, &random_kernels::permute_kernel<Exec>);
 }
 
