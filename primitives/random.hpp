@@ -1,6 +1,6 @@
 /// The random family's primitive handles (defined in random.cpp) and the scalar code their CPU and
-/// CUDA kernels share: the threefry2x32 block cipher and XLA's erf_inv. One text for g++ and nvcc,
-/// so the host and device streams cannot drift apart.
+/// CUDA kernels share: the threefry2x32 block cipher, fused multiply-add, and XLA's log1p and
+/// erf_inv. One text for g++ and nvcc, so the host and device streams cannot drift apart.
 ///
 /// A 32-bit word of the counter-based generator lives in an i64 holding its unsigned value in
 /// [0, 2^32) (Fluxion has no unsigned dtype); kernels read the low 32 bits of every operand.
@@ -8,6 +8,8 @@
 #include "backends/cuda/device_code.hpp"
 #include "fluxion/primitive.hpp"
 #include "primitives/scalar_functions.hpp"
+
+#include <math.h>  // HUGE_VALF, HUGE_VAL
 
 namespace fluxion::primitives::random_detail {
 
@@ -93,7 +95,7 @@ FLUXION_HD inline float erf_inv_scalar(float x) {
                         -0.0076224613f,   0.00943887047f,  1.00167406f,    2.83297682f};
     p = erf_inv_horner(c, scalar_functions::fx_sqrt(w) - 3.0f);
   }
-  return scalar_functions::fx_fabs(x) == 1.0f ? x / 0.0f : p * x;
+  return scalar_functions::fx_fabs(x) == 1.0f ? x * HUGE_VALF : p * x;
 }
 FLUXION_HD inline double erf_inv_scalar(double x) {
   const double w = -xla_log1p(-x * x);
@@ -124,7 +126,7 @@ FLUXION_HD inline double erf_inv_scalar(double x) {
                           1.0103004648645343977,      4.8499064014085844221};
     p = erf_inv_horner(c, scalar_functions::fx_sqrt(w) - 5.0);
   }
-  return scalar_functions::fx_fabs(x) == 1.0 ? x / 0.0 : p * x;
+  return scalar_functions::fx_fabs(x) == 1.0 ? x * HUGE_VAL : p * x;
 }
 
 }  // namespace fluxion::primitives::random_detail

@@ -53,8 +53,8 @@ std::pair<Tensor, Tensor> counter_bits(const Key& k, const Shape& shape) {
   if (shape.size() > 0) {
     lo = lax::reshape(lax::iota(i64, Shape{n}, 0), shape);
     if (n > kTwo32) {  // only arrays beyond 2^32 elements have a nonzero high word
-      hi = lax::div(lo, full(shape, kTwo32, i64));
-      lo = lax::rem(lo, full(shape, kTwo32, i64));
+      hi = lax::div(lo, i64_scalar(kTwo32));
+      lo = lax::rem(lo, i64_scalar(kTwo32));
     }
   }
   return threefry(key_word(k, 0), key_word(k, 1), hi, lo);
@@ -63,7 +63,7 @@ std::pair<Tensor, Tensor> counter_bits(const Key& k, const Shape& shape) {
 /// a ^ b for words in [0, 2^32).
 Tensor word_xor(const Tensor& a, const Tensor& b) {
   Tensor both = lax::logical_and(a, b);
-  return lax::sub(lax::add(a, b), lax::mul(both, full(both.shape(), int64_t(2), i64)));
+  return lax::sub(lax::add(a, b), lax::mul(both, i64_scalar(2)));
 }
 
 Tensor bits32(const Key& k, const Shape& shape) {
@@ -75,13 +75,12 @@ Tensor bits32(const Key& k, const Shape& shape) {
 /// (bits >> (width - mantissa)) | bits(1.0) minus 1.0, computed as m · 2^-mantissa (exact).
 Tensor unit_floats(const Key& k, const Shape& shape, DType dtype) {
   if (dtype == f32) {
-    Tensor m = lax::div(bits32(k, shape), full(shape, int64_t(1) << 9, i64));
-    return lax::mul(lax::convert_element_type(m, f32), full(shape, std::ldexp(1.0, -23), f32));
+    Tensor m = lax::div(bits32(k, shape), i64_scalar(int64_t(1) << 9));
+    return lax::mul(lax::convert_element_type(m, f32), float_scalar(std::ldexp(1.0, -23), f32));
   }
   auto [hi, lo] = counter_bits(k, shape);  // 64-bit draws: hi << 32 | lo, of which the top 52 bits
-  Tensor m =
-      lax::add(lax::mul(hi, full(shape, int64_t(1) << 20, i64)), lax::div(lo, full(shape, int64_t(1) << 12, i64)));
-  return lax::mul(lax::convert_element_type(m, f64), full(shape, std::ldexp(1.0, -52), f64));
+  Tensor m = lax::add(lax::mul(hi, i64_scalar(int64_t(1) << 20)), lax::div(lo, i64_scalar(int64_t(1) << 12)));
+  return lax::mul(lax::convert_element_type(m, f64), float_scalar(std::ldexp(1.0, -52), f64));
 }
 
 void check_float_dtype(const char* op, DType dtype) {
@@ -101,7 +100,7 @@ Tensor broadcast_param(const char* op, const char* what, const Tensor& t, const 
 /// 2^32 words a % span, span in [0, 2^32); span 0 leaves a unchanged (XLA's unsigned x % 0 = x).
 Tensor word_rem(const Tensor& a, const Tensor& span) { return lax::rem(a, span); }
 
-Tensor mask_word(const Tensor& a) { return lax::logical_and(a, full(a.shape(), kWordMask, i64)); }
+Tensor mask_word(const Tensor& a) { return lax::logical_and(a, i64_scalar(kWordMask)); }
 
 /// jax.random._shuffle of the vector `x` with `k`: rounds of permute_by_keys on fresh words.
 Tensor shuffle(Key k, Tensor x) {
@@ -241,7 +240,8 @@ Tensor randint(const Key& k, const Shape& shape, const Tensor& minval, const Ten
   const int64_t imax = std::numeric_limits<int32_t>::max(), imin = std::numeric_limits<int32_t>::min();
   Tensor lo64 = broadcast_param("random.randint", "minval", lax::convert_element_type(minval, i64), shape);
   Tensor hi64 = broadcast_param("random.randint", "maxval", lax::convert_element_type(maxval, i64), shape);
-  auto c = [&](int64_t v) { return full(shape, v, i64); };
+  auto c = [](int64_t v) { return i64_scalar(v); };              // rank 0: lax ops broadcast it
+  auto c_full = [&](int64_t v) { return full(shape, v, i64); };  // select's operands need the full shape
   // JAX: a maxval beyond the dtype widens the span by one; both bounds clip to the dtype.
   Tensor out_of_range = lax::gt(hi64, c(imax));
   Tensor lo = lax::max(lax::min(lo64, c(imax)), c(imin));
@@ -250,7 +250,7 @@ Tensor randint(const Key& k, const Shape& shape, const Tensor& minval, const Ten
   Tensor higher = bits32(ks[0], shape), lower = bits32(ks[1], shape);
   // span = u32(maxval - minval); 1 when maxval <= minval; +1 (mod 2^32) when maxval was clipped.
   Tensor span = mask_word(lax::sub(hi, lo));
-  span = lax::select(lax::le(hi, lo), c(1), span);
+  span = lax::select(lax::le(hi, lo), c_full(1), span);
   span = lax::select(lax::logical_and(out_of_range, lax::gt(hi, lo)), mask_word(lax::add(span, c(1))), span);
   // (higher · 2^32 + lower) % span through multiplier = (2^16 % span)² % span, in u32 arithmetic.
   Tensor multiplier = word_rem(c(1 << 16), span);
