@@ -97,7 +97,7 @@ Tensor broadcast_param(const char* op, const char* what, const Tensor& t, const 
   return t.shape() == shape ? t : broadcast_to(t, shape);
 }
 
-/// 2^32 words a % span, span in [0, 2^32); span 0 leaves a unchanged (XLA's unsigned x % 0 = x).
+/// a % span for words in [0, 2^32); span 0 leaves a unchanged, like XLA's unsigned x % 0 = x.
 Tensor word_rem(const Tensor& a, const Tensor& span) { return lax::rem(a, span); }
 
 Tensor mask_word(const Tensor& a) { return lax::logical_and(a, i64_scalar(kWordMask)); }
