@@ -73,6 +73,7 @@
 #include "src/ops_linalg_decompositions.cpp"
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
+#include "src/ops_random.cpp"
 #include "primitives/sort.cpp"
 #include "primitives/scatter.cpp"
 #include "primitives/convolution.cpp"
