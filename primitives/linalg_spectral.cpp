@@ -227,13 +227,15 @@ Tensor complement_tangent(const Tensor& u1, const Tensor& g, const Tensor& u2) {
 void svd_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
              const Params& params, std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
   const SvdParams& p = params.as<SvdParams>();
-  primals_out = fluxion::bind(self, primals, params);
+  // The thin factors: this svd's outputs, or, when only s was asked for, a thin svd whose s is the
+  // primal output (one decomposition either way).
+  const std::vector<Tensor> thin =
+      fluxion::bind(self, primals, p.compute_uv ? params : static_cast<const Params&>(SvdParams(false, true)));
+  primals_out = p.compute_uv ? thin : std::vector<Tensor>{thin[1]};
   tangents_out.assign(primals_out.size(), Tensor());
   if (!tangents[0].defined()) return;
   const Tensor& da = tangents[0];
   const int64_t r = da.ndim(), m = da.shape()[r - 2], n = da.shape()[r - 1], k = std::min(m, n);
-  // The thin factors: from this svd's outputs, or from a thin svd when only s was asked for.
-  std::vector<Tensor> thin = p.compute_uv ? primals_out : fluxion::bind(self, primals, SvdParams(false, true));
   const Tensor u1 = p.full_matrices ? columns(thin[0], 0, k) : thin[0];
   const Tensor v1 = p.full_matrices ? columns(mT(thin[2]), 0, k) : mT(thin[2]);
   const Tensor& s = thin[1];
