@@ -218,18 +218,20 @@ TEST_CASE("svd full_matrices: tangents keep u orthogonal, match the reduced ones
     fx::Tensor wu = fx::matmul(mT(uf), duf), wv = fx::matmul(dvtf, mT(vtf));
     CHECK(max_diff(wu, -mT(wu)) < 1e-13);
     CHECK(max_diff(wv, -mT(wv)) < 1e-13);
-    // The projectors on the extra vectors, P = U₂ U₂ᵀ and Q = V₂ V₂ᵀ: forward mode against a central difference.
+    // The projectors on the extra vectors, P = U₂ U₂ᵀ and Q = V₂ V₂ᵀ (flattened, concatenated):
+    // forward mode against a central difference.
     auto projectors = [m, n, k](const fx::Tensor& x) {
       auto [u, s, vt] = fx::linalg::svd(x, true);
       fx::Tensor u2 = fx::slice(u, {0, k}, {m, m}), v2 = mT(fx::slice(vt, {k, 0}, {n, n}));
-      return fx::matmul(u2, mT(u2)) + fx::sum(fx::matmul(v2, mT(v2)) * 0.5);
+      return fx::concatenate(
+          {fx::reshape(fx::matmul(u2, mT(u2)), {m * m}), fx::reshape(fx::matmul(v2, mT(v2)), {n * n})}, 0);
     };
     const double eps = 1e-6;
     fx::Tensor fd = (projectors(a + t * eps) - projectors(a - t * eps)) / (2 * eps);
     fx::Tensor d = fx::jvp(projectors, std::make_tuple(a), std::make_tuple(t)).second;
     CHECK(max_diff(d, fd) < 1e-7);
     // And reverse mode agrees with forward mode on it.
-    fx::Tensor w = fx::testing::random_tensor({m, m}, fx::f64, 52);
+    fx::Tensor w = fx::testing::random_tensor({m * m + n * n}, fx::f64, 52);
     fx::Tensor gr = fx::grad([&](const fx::Tensor& x) { return fx::sum(projectors(x) * w); })(a);
     CHECK(std::fabs(fx::sum(gr * t).item<double>() - fx::sum(d * w).item<double>()) < 1e-12);
   }
