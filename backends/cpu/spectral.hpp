@@ -1,9 +1,10 @@
 /// CPU eigh and svd: LAPACK through OpenBLAS where it is linked and its kernels suit the CPU
 /// (blas_usable), otherwise Eigen's solvers; then the shared conventions
 /// (primitives/linalg_spectral_conventions.hpp), applied in double. Measured on the development
-/// machine (one thread, f64, bench/RESULTS.md): eigh n = 64: Eigen's SelfAdjointEigenSolver 200 µs,
-/// LAPACK dsyevd 262 µs; n = 128: 1137 vs 1081 µs; n = 256: 6827 vs 5236 µs, so dsyevd from n = 128
-/// on. svd n = 64: Eigen's BDCSVD 1256 µs, dgesdd 420 µs; n = 256: 24.6 ms vs 10.2 ms, so dgesdd.
+/// machine (AMD EPYC, one thread, f64, the bare library calls): eigh n = 64: Eigen's
+/// SelfAdjointEigenSolver 200 µs, LAPACK dsyevd 262 µs; n = 128: 1137 vs 1081 µs; n = 256: 6827 vs
+/// 5236 µs, so dsyevd from n = 128 on. svd n = 64: Eigen's BDCSVD 1256 µs, dgesdd 420 µs; n = 256:
+/// 24.6 ms vs 10.2 ms, so dgesdd.
 #pragma once
 #include <Eigen/Eigenvalues>
 #include <Eigen/SVD>
