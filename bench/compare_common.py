@@ -341,3 +341,32 @@ def conv_data(N, C, O, H, W, K):
     x = normal_values(N * C * H * W, 14001).reshape(N, C, H, W)
     w = normal_values(O * C * K * K, 14002, 1.0 / math.sqrt(C * K * K)).reshape(O, C, K, K)
     return x, w
+
+
+# ---------------------------------------------------------------- issue 31: linear algebra
+# Weigh, Wsvd (bench/bench_workloads_linalg.cpp), Wchol (bench/bench_workloads_cholesky.cpp), f64.
+WORKLOADS["Weigh"] = [(k, f"n={n}", n == 32) for n in (32, 128) for k in ("grad", "fn")]
+WORKLOADS["Wsvd"] = [(k, f"n={n}", n == 32) for n in (32, 128) for k in ("grad", "fn")]
+WORKLOADS["Wchol"] = [(k, f"n={n}", n == 32) for n in (32, 128) for k in ("grad", "fn")]
+LABELS.update({
+    ("Weigh", "grad"): "Weigh grad Σ sin(eigvals)",
+    ("Weigh", "fn"): "Weigh eigh",
+    ("Wsvd", "grad"): "Wsvd grad nuclear norm",
+    ("Wsvd", "fn"): "Wsvd svd",
+    ("Wchol", "grad"): "Wchol grad log det",
+    ("Wchol", "fn"): "Wchol cholesky",
+})
+F64_WORKLOADS |= {"Weigh", "Wsvd", "Wchol"}
+
+
+def linalg_data(w, n):
+    """The f64 input matrix of Weigh (symmetric), Wsvd (general) or Wchol (positive definite), as
+    LinalgData / SpdData in bench/bench_workloads_linalg.cpp and bench_workloads_cholesky.cpp."""
+    import numpy as np
+    seed = {"Weigh": 31001, "Wsvd": 31002, "Wchol": 31003}[w]
+    x = normal_values(n * n, seed).reshape(n, n)
+    if w == "Weigh":
+        return (x + x.T) * (0.5 / math.sqrt(n))
+    if w == "Wsvd":
+        return x / math.sqrt(n)
+    return x @ x.T / n + np.eye(n)
