@@ -181,8 +181,7 @@ void scatter_add_transpose(const Primitive&, const std::vector<Tensor>& cts_out,
 }
 
 void scatter_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
-                       const std::vector<AbstractValue>& in_avals, const Params& params,
-                       std::vector<Tensor>& cts_in) {
+                       const std::vector<AbstractValue>& in_avals, const Params& params, std::vector<Tensor>& cts_in) {
   const Tensor& ct = cts_out[0];
   if (!ct.defined()) return;
   const auto& p = params.as<ScatterParams>();
@@ -207,8 +206,8 @@ void scatter_mul_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
   if (t_u.defined()) {
     const Tensor zero_u = lax::eq(u, zeros_of(u.aval())), one = filled(u.shape(), 1.0, u.dtype());
     const Tensor nz = lax::select(zero_u, one, u);
-    const Tensor zeros_count = scatter_with(Combine::add, zeros_of(op.aval()), idx,
-                                            lax::convert_element_type(zero_u, op.dtype()), p);
+    const Tensor zeros_count =
+        scatter_with(Combine::add, zeros_of(op.aval()), idx, lax::convert_element_type(zero_u, op.dtype()), p);
     const Tensor prod_nz = scatter_with(Combine::mul, op, idx, nz, p);
     const Tensor gz = gather_back(zeros_count, idx, op.aval(), u.aval(), p, 0.0);
     const Tensor gp = gather_back(prod_nz, idx, op.aval(), u.aval(), p, 0.0);
@@ -224,8 +223,8 @@ void scatter_mul_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
 // Every element equal to the result shares the tangent: the operand's where it survived, each
 // update's where it equals the result at its target; ties are averaged.
 void scatter_extremal_jvp(const Primitive& self, const std::vector<Tensor>& primals,
-                          const std::vector<Tensor>& tangents, const Params& params,
-                          std::vector<Tensor>& primals_out, std::vector<Tensor>& tangents_out) {
+                          const std::vector<Tensor>& tangents, const Params& params, std::vector<Tensor>& primals_out,
+                          std::vector<Tensor>& tangents_out) {
   if (!float_primal_out(self, primals, params, primals_out, tangents_out)) return;
   if (!tangents[0].defined() && !tangents[2].defined()) return;
   const Tensor &op = primals[0], &idx = primals[1], &u = primals[2], &out = primals_out[0];
@@ -237,8 +236,8 @@ void scatter_extremal_jvp(const Primitive& self, const std::vector<Tensor>& prim
   const Tensor zop = zeros_of(op.aval()), zu = zeros_of(u.aval());
   const Tensor count = lax::add(lax::convert_element_type(op_won, op.dtype()),
                                 scatter_with(Combine::add, zop, idx, lax::convert_element_type(u_won, u.dtype()), p));
-  const Tensor sum = lax::add(lax::select(op_won, t_op, zop),
-                              scatter_with(Combine::add, zop, idx, lax::select(u_won, t_u, zu), p));
+  const Tensor sum =
+      lax::add(lax::select(op_won, t_op, zop), scatter_with(Combine::add, zop, idx, lax::select(u_won, t_u, zu), p));
   tangents_out[0] = lax::div(sum, lax::max(count, filled(op.shape(), 1.0, op.dtype())));
 }
 
@@ -300,8 +299,8 @@ const Primitive& scatter_p() {
   return p;
 }
 const Primitive& scatter_add_general_p() {
-  static const Primitive& p = srd::define_scatter<Combine::add>("scatter_add_general", &srd::linear_scatter_jvp,
-                                                                &srd::scatter_add_transpose);
+  static const Primitive& p =
+      srd::define_scatter<Combine::add>("scatter_add_general", &srd::linear_scatter_jvp, &srd::scatter_add_transpose);
   return p;
 }
 const Primitive& scatter_mul_p() {
@@ -349,12 +348,12 @@ Tensor gather(const Tensor& operand, const Tensor& start_indices, const GatherDi
                sf::GatherParams(dimension_numbers, slice_sizes, mode, fill));
 }
 
-#define FLUXION_LAX_SCATTER(fn, combine)                                                                            \
-  Tensor fn(const Tensor& operand, const Tensor& scatter_indices, const Tensor& updates,                            \
-            const ScatterDimensionNumbers& dimension_numbers, GatherScatterMode mode) {                             \
-    namespace sf = primitives::scatter_family;                                                                      \
-    return bind1(sf::scatter_primitive(combine), {operand, scatter_indices, updates},                               \
-                 sf::ScatterParams(dimension_numbers, mode));                                                       \
+#define FLUXION_LAX_SCATTER(fn, combine)                                                 \
+  Tensor fn(const Tensor& operand, const Tensor& scatter_indices, const Tensor& updates, \
+            const ScatterDimensionNumbers& dimension_numbers, GatherScatterMode mode) {  \
+    namespace sf = primitives::scatter_family;                                           \
+    return bind1(sf::scatter_primitive(combine), {operand, scatter_indices, updates},    \
+                 sf::ScatterParams(dimension_numbers, mode));                            \
   }
 FLUXION_LAX_SCATTER(scatter, primitives::scatter_family::Combine::replace)
 FLUXION_LAX_SCATTER(scatter_add, primitives::scatter_family::Combine::add)

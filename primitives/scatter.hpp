@@ -59,8 +59,8 @@ const Primitive& scatter_primitive(Combine c);
 /// In clip mode starts are clamped to [0, operand_shape[d] - window[d]]; in fill_or_drop mode a
 /// window that does not fit is out (filled or dropped).
 struct WindowSpec {
-  Ints operand_shape, window, side_shape, side_window_dims, window_operand_dims, index_batch_shape,
-      start_index_map, operand_batching_dims, indices_batching_dims;
+  Ints operand_shape, window, side_shape, side_window_dims, window_operand_dims, index_batch_shape, start_index_map,
+      operand_batching_dims, indices_batching_dims;
   bool clip = true;
   int64_t batch_count() const;  // G: the number of index-batch positions
 };

@@ -118,8 +118,8 @@ int64_t dot(const Ints& a, const Ints& b) {
 
 namespace skd = scatter_kernels_detail;
 
-template <bool Reference> void gather_kernel(const std::vector<Tensor>& in, const Params& params,
-                                             std::vector<Tensor>& out) {
+template <bool Reference>
+void gather_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const auto& p = params.as<GatherParams>();
   const Tensor &x = in[0], &y = out[0];
   if (y.size() == 0) return;
@@ -155,8 +155,8 @@ template <bool Reference> void gather_kernel(const std::vector<Tensor>& in, cons
   });
 }
 
-template <Combine C, bool Reference> void scatter_kernel(const std::vector<Tensor>& in, const Params& params,
-                                                         std::vector<Tensor>& out) {
+template <Combine C, bool Reference>
+void scatter_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const auto& p = params.as<ScatterParams>();
   const Tensor &x = in[0], &u = in[2], &y = out[0];
   const WindowSpec s = scatter_window_spec(x.shape(), in[1].shape(), u.shape(), p);
@@ -192,7 +192,8 @@ template <Combine C, bool Reference> void scatter_kernel(const std::vector<Tenso
         if (!skd::window_start(s, idx, g, start)) continue;
         T* dst = b + skd::dot(start, os);
         const T* src = up + skd::side_base(s, t, g);
-        for (size_t w = 0; w < t.side.size(); ++w) dst[t.operand[w]] = skd::combine<C>(dst[t.operand[w]], src[t.side[w]]);
+        for (size_t w = 0; w < t.side.size(); ++w)
+          dst[t.operand[w]] = skd::combine<C>(dst[t.operand[w]], src[t.side[w]]);
       }
     }
   });
@@ -200,7 +201,7 @@ template <Combine C, bool Reference> void scatter_kernel(const std::vector<Tenso
 
 template void gather_kernel<true>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
 template void gather_kernel<false>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
-#define FLUXION_SCATTER_INSTANCES(c)                                                                         \
+#define FLUXION_SCATTER_INSTANCES(c)                                                                      \
   template void scatter_kernel<c, true>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&); \
   template void scatter_kernel<c, false>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
 FLUXION_SCATTER_INSTANCES(Combine::replace)

@@ -41,8 +41,7 @@ void check_dim_list(const char* nm, const char* what, const Ints& v, int64_t bou
       detail::fail<ShapeError>(nm, what, "=", str(v), " has entry ", v[i], " out of range for ", bound_what, " (",
                                bound, " dims). Name dims in [0, ", bound, ").");
     for (size_t j = 0; j < i; ++j)
-      if (v[j] == v[i])
-        detail::fail<ShapeError>(nm, what, "=", str(v), " repeats dim ", v[i], ". Name each dim once.");
+      if (v[j] == v[i]) detail::fail<ShapeError>(nm, what, "=", str(v), " repeats dim ", v[i], ". Name each dim once.");
     if (sorted && i > 0 && v[i - 1] > v[i])
       detail::fail<ShapeError>(nm, what, "=", str(v), " must be sorted ascending. Sort it.");
   }
@@ -76,7 +75,8 @@ Ints check_indices_and_maps(const char* nm, const AbstractValue& operand, const 
   const Ints batch(indices.shape.begin(), indices.shape.end() - 1);
   if (indices_batching.size() != operand_batching.size())
     detail::fail<ShapeError>(nm, "operand_batching_dims=", str(operand_batching), " and ", indices_batching_what, "=",
-                             str(indices_batching), " differ in length. Pair each operand batching dim with one "
+                             str(indices_batching),
+                             " differ in length. Pair each operand batching dim with one "
                              "indices dim.");
   check_dim_list(nm, indices_batching_what, indices_batching, static_cast<int64_t>(batch.size()),
                  "the indices without their index-vector dim", false);
@@ -104,7 +104,8 @@ namespace ssd = scatter_shapes_detail;
 // ---- params ----
 
 void GatherParams::print(std::ostream& os) const {
-  os << "offset_dims=" << ssd::str(dnums.offset_dims) << " collapsed_slice_dims=" << ssd::str(dnums.collapsed_slice_dims)
+  os << "offset_dims=" << ssd::str(dnums.offset_dims)
+     << " collapsed_slice_dims=" << ssd::str(dnums.collapsed_slice_dims)
      << " start_index_map=" << ssd::str(dnums.start_index_map)
      << " operand_batching_dims=" << ssd::str(dnums.operand_batching_dims)
      << " start_indices_batching_dims=" << ssd::str(dnums.start_indices_batching_dims)
@@ -164,9 +165,9 @@ double default_fill(DType dtype) {
 
 Shape gather_shape(const char* nm, const AbstractValue& operand, const AbstractValue& indices, const GatherParams& p) {
   const auto& d = p.dnums;
-  const Ints batch = ssd::check_indices_and_maps(nm, operand, indices, d.start_index_map, "start_index_map",
-                                                 d.operand_batching_dims, d.start_indices_batching_dims,
-                                                 "start_indices_batching_dims");
+  const Ints batch =
+      ssd::check_indices_and_maps(nm, operand, indices, d.start_index_map, "start_index_map", d.operand_batching_dims,
+                                  d.start_indices_batching_dims, "start_indices_batching_dims");
   const int64_t r = operand.ndim();
   ssd::check_dim_list(nm, "collapsed_slice_dims", d.collapsed_slice_dims, r, "the operand", true);
   ssd::check_disjoint(nm, "collapsed_slice_dims", d.collapsed_slice_dims, "operand_batching_dims",
@@ -196,8 +197,7 @@ Shape gather_shape(const char* nm, const AbstractValue& operand, const AbstractV
   Shape out;
   size_t w = 0, b = 0;
   for (int64_t o = 0; o < out_rank; ++o)
-    out.push_back(ssd::contains(d.offset_dims, o) ? p.slice_sizes[static_cast<size_t>(window_dims[w++])]
-                                                  : batch[b++]);
+    out.push_back(ssd::contains(d.offset_dims, o) ? p.slice_sizes[static_cast<size_t>(window_dims[w++])] : batch[b++]);
   return out;
 }
 
@@ -224,7 +224,8 @@ void check_scatter(const char* nm, const AbstractValue& operand, const AbstractV
   if (d.update_window_dims.size() != window_dims.size())
     detail::fail<ShapeError>(nm, "update_window_dims=", ssd::str(d.update_window_dims), " has ",
                              d.update_window_dims.size(), " entries but operand ", operand, " keeps ",
-                             window_dims.size(), " window dims (rank minus inserted_window_dims and "
+                             window_dims.size(),
+                             " window dims (rank minus inserted_window_dims and "
                              "operand_batching_dims). Give one updates dim per window dim.");
   const int64_t want_rank = static_cast<int64_t>(window_dims.size() + batch.size());
   if (updates.ndim() != want_rank)
@@ -241,8 +242,8 @@ void check_scatter(const char* nm, const AbstractValue& operand, const AbstractV
                                  ", which is shorter. Windows must fit in the operand.");
     } else if (updates.shape[u] != batch[b++]) {
       detail::fail<ShapeError>(nm, "updates ", updates, " dim ", u, " has ", updates.shape[u],
-                               " elements but it pairs with index-batch dim ", b - 1, " of indices ", indices,
-                               " (", batch[b - 1], "). Updates' non-window dims are the indices' leading dims.");
+                               " elements but it pairs with index-batch dim ", b - 1, " of indices ", indices, " (",
+                               batch[b - 1], "). Updates' non-window dims are the indices' leading dims.");
     }
   }
 }
@@ -297,10 +298,10 @@ GatherParams gather_of_scatter(const ScatterParams& p, const Shape& operand, con
   const Ints window_dims = ssd::window_operand_dims(operand.size(), d.inserted_window_dims, d.operand_batching_dims);
   for (size_t w = 0; w < window_dims.size(); ++w)
     sizes[static_cast<size_t>(window_dims[w])] = updates[d.update_window_dims[w]];
-  return GatherParams(lax::GatherDimensionNumbers{d.update_window_dims, d.inserted_window_dims,
-                                                  d.scatter_dims_to_operand_dims, d.operand_batching_dims,
-                                                  d.scatter_indices_batching_dims},
-                      sizes, p.mode, fill);
+  return GatherParams(
+      lax::GatherDimensionNumbers{d.update_window_dims, d.inserted_window_dims, d.scatter_dims_to_operand_dims,
+                                  d.operand_batching_dims, d.scatter_indices_batching_dims},
+      sizes, p.mode, fill);
 }
 
 ScatterParams scatter_of_gather(const GatherParams& p) {

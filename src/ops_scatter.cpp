@@ -149,8 +149,10 @@ Tensor segment_identity(SegmentOp how, DType dt) {
   if (how == SegmentOp::sum) return full(Shape{}, 0.0, dt);
   if (how == SegmentOp::prod) return full(Shape{}, 1.0, dt);
   const bool low = how == SegmentOp::max;
-  if (dt == i32) return full<int64_t>(Shape{}, low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), dt);
-  if (dt == i64) return full<int64_t>(Shape{}, low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), dt);
+  if (dt == i32)
+    return full<int64_t>(Shape{}, low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), dt);
+  if (dt == i64)
+    return full<int64_t>(Shape{}, low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), dt);
   return full(Shape{}, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity(), dt);
 }
 
@@ -160,8 +162,8 @@ Tensor segment(const char* op, const Tensor& data, const Tensor& ids, int64_t nu
   if (data.ndim() < 1)
     detail::fail<ShapeError>(op, "data ", data.aval(), " must have rank >= 1 (segments of its rows).");
   if (ids.ndim() != 1 || ids.shape()[0] != data.shape()[0])
-    detail::fail<ShapeError>(op, "segment_ids ", ids.aval(), " must be 1-d with one id per row of data ",
-                             data.aval(), " (", data.shape()[0], "). Flatten both first.");
+    detail::fail<ShapeError>(op, "segment_ids ", ids.aval(), " must be 1-d with one id per row of data ", data.aval(),
+                             " (", data.shape()[0], "). Flatten both first.");
   if (num_segments < 0) detail::fail<ShapeError>(op, "num_segments must be >= 0, got ", num_segments, ".");
   Shape out = data.shape();
   out[0] = num_segments;

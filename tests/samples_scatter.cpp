@@ -37,16 +37,47 @@ struct GatherCase {
 std::vector<GatherCase> gather_cases() {
   const Mode clip = Mode::clip, fill = Mode::fill_or_drop;
   return {
-      {"rows (x[i, :]), clipped", {4, 3}, idx({2, 0, 5, -1}, {4, 1}), {{1}, {0}, {0}, {}, {}}, {1, 3}, clip, {}, {4, 3}},
-      {"points x[i, j] with duplicates", {3, 4}, idx({0, 1, 2, 3, 0, 1, 1, 2}, {4, 2}), {{}, {0, 1}, {0, 1}, {}, {}},
-       {1, 1}, clip, {}, {4}},
-      {"2x2 windows, 2-d index batch, clipped", {4, 5}, idx({0, 0, 3, 4, 1, 2, -1, 9}, {2, 2, 2}),
-       {{2, 3}, {}, {0, 1}, {}, {}}, {2, 2}, clip, {}, {2, 2, 2, 2}},
-      {"fill mode, fill value 0.5", {5, 2}, idx({1, 7, -1, 4}, {4, 1}), {{1}, {0}, {0}, {}, {}}, {1, 2}, fill, 0.5,
+      {"rows (x[i, :]), clipped",
+       {4, 3},
+       idx({2, 0, 5, -1}, {4, 1}),
+       {{1}, {0}, {0}, {}, {}},
+       {1, 3},
+       clip,
+       {},
+       {4, 3}},
+      {"points x[i, j] with duplicates",
+       {3, 4},
+       idx({0, 1, 2, 3, 0, 1, 1, 2}, {4, 2}),
+       {{}, {0, 1}, {0, 1}, {}, {}},
+       {1, 1},
+       clip,
+       {},
+       {4}},
+      {"2x2 windows, 2-d index batch, clipped",
+       {4, 5},
+       idx({0, 0, 3, 4, 1, 2, -1, 9}, {2, 2, 2}),
+       {{2, 3}, {}, {0, 1}, {}, {}},
+       {2, 2},
+       clip,
+       {},
+       {2, 2, 2, 2}},
+      {"fill mode, fill value 0.5",
+       {5, 2},
+       idx({1, 7, -1, 4}, {4, 1}),
+       {{1}, {0}, {0}, {}, {}},
+       {1, 2},
+       fill,
+       0.5,
        {4, 2}},
       {"fill mode, NaN fill", {5, 2}, idx({3, 5}, {2, 1}), {{1}, {0}, {0}, {}, {}}, {1, 2}, fill, {}, {2, 2}},
-      {"batching dims (per-row take)", {3, 4, 2}, idx({0, 3, 1, 1, 2, 0}, {3, 2, 1}), {{2}, {1}, {1}, {0}, {0}},
-       {1, 1, 2}, clip, {}, {3, 2, 2}},
+      {"batching dims (per-row take)",
+       {3, 4, 2},
+       idx({0, 3, 1, 1, 2, 0}, {3, 2, 1}),
+       {{2}, {1}, {1}, {0}, {0}},
+       {1, 1, 2},
+       clip,
+       {},
+       {3, 2, 2}},
       {"one index vector, window 2", {6}, idx({4}, {1}), {{0}, {}, {0}, {}, {}}, {2}, fill, 0.0, {2}},
       {"no index vectors", {4, 3}, idx({}, {0, 1}), {{1}, {0}, {0}, {}, {}}, {1, 3}, clip, {}, {0, 3}},
       {"size-0 slice", {4, 0}, idx({1, 2}, {2, 1}), {{1}, {0}, {0}, {}, {}}, {1, 0}, fill, {}, {2, 0}},
@@ -61,7 +92,9 @@ std::vector<Sample> gather_samples(DType dt) {
     const GatherCase g = cases[c];
     for (DType d : c == 0 ? std::vector<DType>{dt, i32} : std::vector<DType>{dt}) {
       std::vector<Tensor> in{random_tensor(g.operand, d, seed++), g.indices};
-      out.push_back(Sample{label(g.what, in), in, binary_fn([g](const Tensor& x, const Tensor& i) {
+      out.push_back(Sample{label(g.what, in),
+                           in,
+                           binary_fn([g](const Tensor& x, const Tensor& i) {
                              return lax::gather(x, i, g.dn, g.slice_sizes, g.mode, g.fill);
                            }),
                            {AbstractValue{g.out, d}}});
@@ -82,12 +115,24 @@ struct ScatterCase {
 std::vector<ScatterCase> scatter_cases() {
   const Mode clip = Mode::clip, drop = Mode::fill_or_drop;
   return {
-      {"rows with duplicates, out-of-range dropped", {5, 3}, idx({1, 3, 1, 9, -1}, {5, 1}), {5, 3},
-       {{1}, {0}, {0}, {}, {}}, drop},
-      {"rows, out-of-range clipped", {4, 2}, idx({-2, 3, 8}, {3, 1}), {3, 2}, {{1}, {0}, {0}, {}, {}}, clip},
-      {"points with duplicates", {3, 4}, idx({0, 1, 2, 3, 0, 1, 0, 1}, {4, 2}), {4}, {{}, {0, 1}, {0, 1}, {}, {}},
+      {"rows with duplicates, out-of-range dropped",
+       {5, 3},
+       idx({1, 3, 1, 9, -1}, {5, 1}),
+       {5, 3},
+       {{1}, {0}, {0}, {}, {}},
        drop},
-      {"overlapping 2x2 windows", {4, 4}, idx({0, 0, 1, 1, 3, 3}, {3, 2}), {3, 2, 2}, {{1, 2}, {}, {0, 1}, {}, {}},
+      {"rows, out-of-range clipped", {4, 2}, idx({-2, 3, 8}, {3, 1}), {3, 2}, {{1}, {0}, {0}, {}, {}}, clip},
+      {"points with duplicates",
+       {3, 4},
+       idx({0, 1, 2, 3, 0, 1, 0, 1}, {4, 2}),
+       {4},
+       {{}, {0, 1}, {0, 1}, {}, {}},
+       drop},
+      {"overlapping 2x2 windows",
+       {4, 4},
+       idx({0, 0, 1, 1, 3, 3}, {3, 2}),
+       {3, 2, 2},
+       {{1, 2}, {}, {0, 1}, {}, {}},
        clip},
       {"batching dims", {2, 5}, idx({4, 0, 4, 2, 2, 7}, {2, 3, 1}), {2, 3}, {{}, {1}, {1}, {0}, {0}}, drop},
       {"no updates", {4, 3}, idx({}, {0, 1}), {0, 3}, {{1}, {0}, {0}, {}, {}}, drop},
@@ -104,8 +149,9 @@ template <class F> std::function<std::vector<Sample>(DType)> scatter_samples(F s
       for (DType d : c == 0 ? std::vector<DType>{dt, i32} : std::vector<DType>{dt}) {
         std::vector<Tensor> in{random_tensor(s.operand, d, seed), s.indices, random_tensor(s.updates, d, seed + 1)};
         seed += 2;
-        out.push_back(Sample{label(s.what, in), in, ternary_fn([s, scatter_fn](const Tensor& x, const Tensor& i,
-                                                                                const Tensor& u) {
+        out.push_back(Sample{label(s.what, in),
+                             in,
+                             ternary_fn([s, scatter_fn](const Tensor& x, const Tensor& i, const Tensor& u) {
                                return scatter_fn(x, i, u, s.dn, s.mode);
                              }),
                              {AbstractValue{s.operand, d}}});
@@ -130,23 +176,42 @@ const bool registered_gather = register_samples(
     "gather_general",
     {gather_samples,
      {bad<DTypeError>("float indices", "[gather_general] indices have type f64[2,1]",
-                      [] { gather2({4, 3}, f64, zeros({2, 1}), kRows, {1, 3}); }),
-      bad<ShapeError>("index vector too long", "hold index vectors of length 2 (their last dim) but start_index_map=(0,)",
-                      [] { gather2({4, 3}, f64, idx({0, 1}, {1, 2}), kRows, {1, 3}); }),
+                      [] {
+                        gather2({4, 3}, f64, zeros({2, 1}), kRows, {1, 3});
+                      }),
+      bad<ShapeError>("index vector too long",
+                      "hold index vectors of length 2 (their last dim) but start_index_map=(0,)",
+                      [] {
+                        gather2({4, 3}, f64, idx({0, 1}, {1, 2}), kRows, {1, 3});
+                      }),
       bad<ShapeError>("slice larger than the operand", "slice_sizes=(1,4) asks for 4 elements of dim 1",
-                      [] { gather2({4, 3}, f64, idx({0}, {1, 1}), kRows, {1, 4}); }),
-      bad<ShapeError>("collapsed dim with slice size 2", "operand dim 0 is collapsed or batching, so its slice size must be 1",
-                      [] { gather2({4, 3}, f64, idx({0}, {1, 1}), kRows, {2, 3}); }),
+                      [] {
+                        gather2({4, 3}, f64, idx({0}, {1, 1}), kRows, {1, 4});
+                      }),
+      bad<ShapeError>("collapsed dim with slice size 2",
+                      "operand dim 0 is collapsed or batching, so its slice size must be 1",
+                      [] {
+                        gather2({4, 3}, f64, idx({0}, {1, 1}), kRows, {2, 3});
+                      }),
       bad<ShapeError>("offset_dims count", "offset_dims=() has 0 entries but the slice keeps 1 operand dims",
-                      [] { gather2({4, 3}, f64, idx({0}, {1, 1}), {{}, {0}, {0}, {}, {}}, {1, 3}); }),
+                      [] {
+                        gather2({4, 3}, f64, idx({0}, {1, 1}), {{}, {0}, {0}, {}, {}}, {1, 3});
+                      }),
       bad<ShapeError>("unsorted collapsed dims", "collapsed_slice_dims=(1,0) must be sorted ascending",
-                      [] { gather2({4, 3}, f64, idx({0, 0}, {1, 2}), {{}, {1, 0}, {0, 1}, {}, {}}, {1, 1}); }),
+                      [] {
+                        gather2({4, 3}, f64, idx({0, 0}, {1, 2}), {{}, {1, 0}, {0, 1}, {}, {}}, {1, 1});
+                      }),
       bad<ShapeError>("batching sizes differ", "batching dims differ in size: operand f64[3,4] dim 0 has 3",
-                      [] { gather2({3, 4}, f64, idx({0, 1}, {2, 1}), {{}, {1}, {1}, {0}, {0}}, {1, 1}); }),
+                      [] {
+                        gather2({3, 4}, f64, idx({0, 1}, {2, 1}), {{}, {1}, {1}, {0}, {0}}, {1, 1});
+                      }),
       bad<ShapeError>("dim out of range", "start_index_map=(2,) has entry 2 out of range for the operand (2 dims)",
-                      [] { gather2({4, 3}, f64, idx({0}, {1, 1}), {{1}, {0}, {2}, {}, {}}, {1, 3}); }),
-      bad<ShapeError>("rank-0 indices", "must have rank >= 1: the last dim is the index vector",
-                      [] { gather2({4}, f64, scalar<int32_t>(1), {{}, {0}, {}, {}, {}}, {1}); })}});
+                      [] {
+                        gather2({4, 3}, f64, idx({0}, {1, 1}), {{1}, {0}, {2}, {}, {}}, {1, 3});
+                      }),
+      bad<ShapeError>("rank-0 indices", "must have rank >= 1: the last dim is the index vector", [] {
+        gather2({4}, f64, scalar<int32_t>(1), {{}, {0}, {}, {}, {}}, {1});
+      })}});
 
 std::vector<BadInput> scatter_bad(const std::string& nm) {
   return {
@@ -185,21 +250,24 @@ const bool registered_max = register_samples(
 
 std::vector<BadInput> scatter_add_bad() {
   std::vector<BadInput> b = scatter_bad("scatter_add_general");
-  b.push_back(bad<ShapeError>("window larger than the operand", "dim 1 is a window of 4 elements along operand",
-                              [] { scatter1({4, 3}, f64, idx({0}, {1, 1}), {1, 4}, f64, kRowUpdates); }));
-  b.push_back(bad<ShapeError>("updates rank", "updates f64[3] must have rank 2",
-                              [] { scatter1({4, 3}, f64, idx({0}, {1, 1}), {3}, f64, kRowUpdates); }));
+  b.push_back(bad<ShapeError>("window larger than the operand", "dim 1 is a window of 4 elements along operand", [] {
+    scatter1({4, 3}, f64, idx({0}, {1, 1}), {1, 4}, f64, kRowUpdates);
+  }));
+  b.push_back(bad<ShapeError>("updates rank", "updates f64[3] must have rank 2", [] {
+    scatter1({4, 3}, f64, idx({0}, {1, 1}), {3}, f64, kRowUpdates);
+  }));
   b.push_back(bad<DTypeError>("bool operand", "[scatter_add_general] got an operand of type bool[4,3]", [] {
     scatter1({4, 3}, boolean, idx({0}, {1, 1}), {1, 3}, boolean, kRowUpdates);
   }));
-  b.push_back(bad<ShapeError>("clip into an empty dim", "is empty, so clip mode has nowhere to put updates",
-                              [] { scatter1({0, 3}, f64, idx({0}, {1, 1}), {1, 3}, f64, kRowUpdates, Mode::clip); }));
+  b.push_back(bad<ShapeError>("clip into an empty dim", "is empty, so clip mode has nowhere to put updates", [] {
+    scatter1({0, 3}, f64, idx({0}, {1, 1}), {1, 3}, f64, kRowUpdates, Mode::clip);
+  }));
   return b;
 }
 
-const bool registered_add = register_samples(
-    "scatter_add_general",
-    {scatter_samples([](auto&&... a) { return lax::scatter_add(a...); }, 3600), scatter_add_bad()});
+const bool registered_add =
+    register_samples("scatter_add_general",
+                     {scatter_samples([](auto&&... a) { return lax::scatter_add(a...); }, 3600), scatter_add_bad()});
 
 }  // namespace scatter_samples
 }  // namespace fluxion::testing

@@ -39,8 +39,7 @@ TEST_CASE("take: negative indices count from the end; fill mode fills, clip mode
   fx::Tensor i = i32s({2, -1, 7}, {3});
   check_equal(fx::take(x, i, 0, fx::GatherScatterMode::fill_or_drop), {6, 7, 8, 9, 10, 11, kNaN, kNaN, kNaN});
   check_equal(fx::take(x, i, 0, fx::GatherScatterMode::clip), {6, 7, 8, 9, 10, 11, 9, 10, 11});
-  check_equal(fx::take(x, i, 1, fx::GatherScatterMode::fill_or_drop, -1.0),
-              {2, 2, -1, 5, 5, -1, 8, 8, -1, 11, 11, -1});
+  check_equal(fx::take(x, i, 1, fx::GatherScatterMode::fill_or_drop, -1.0), {2, 2, -1, 5, 5, -1, 8, 8, -1, 11, 11, -1});
   CHECK(fx::take(x, i32s({0, 1, 2, 3}, {2, 2}), 1, fx::GatherScatterMode::clip).shape() ==
         std::vector<int64_t>{4, 2, 2});
 }
@@ -205,23 +204,32 @@ TEST_CASE("gather_general prints its dimension numbers in the Jaxpr") {
 
 TEST_CASE("scatter helpers: errors say what is wrong and how to fix it") {
   fx::Tensor x = fx::zeros({3, 4});
-  CHECK(message_of<fx::ShapeError>([&] { fx::take_along_axis(x, i32s({0}, {1}), 1); })
-            .find("[take_along_axis] indices i32[1] must have the rank of x f64[3,4] (2)") != std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::take_along_axis(x, i32s({0, 0}, {2, 1}), 1); })
-            .find("differ in dim 0 (2 vs 3) off axis 1") != std::string::npos);
-  CHECK(message_of<fx::DTypeError>([&] { fx::take_along_axis(x, fx::zeros({3, 1}), 1); })
-            .find("[take_along_axis] indices must be i32 or i64, got f64[3,1]") != std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::put_along_axis(x, i32s({0, 0}, {1, 2}), fx::scalar(1.0), 0); })
-            .find("[put_along_axis] indices i32[1,2] and x f64[3,4] differ in dim 1") != std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::index(x, {i32s({0}, {1}), i32s({0}, {1}), i32s({0}, {1})}); })
-            .find("[index] got 3 index arrays for f64[3,4]") != std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::index(x, {i32s({0, 1}, {2}), i32s({0, 1, 2}, {3})}); })
-            .find("[index]") != std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::segment_sum(x, i32s({0, 1}, {2}), 2); })
-            .find("[segment_sum] segment_ids i32[2] must be 1-d with one id per row of data f64[3,4] (3)") !=
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::take_along_axis(x, i32s({0}, {1}), 1);
+        }).find("[take_along_axis] indices i32[1] must have the rank of x f64[3,4] (2)") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::take_along_axis(x, i32s({0, 0}, {2, 1}), 1);
+        }).find("differ in dim 0 (2 vs 3) off axis 1") != std::string::npos);
+  CHECK(message_of<fx::DTypeError>([&] {
+          fx::take_along_axis(x, fx::zeros({3, 1}), 1);
+        }).find("[take_along_axis] indices must be i32 or i64, got f64[3,1]") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::put_along_axis(x, i32s({0, 0}, {1, 2}), fx::scalar(1.0), 0);
+        }).find("[put_along_axis] indices i32[1,2] and x f64[3,4] differ in dim 1") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::index(x, {i32s({0}, {1}), i32s({0}, {1}), i32s({0}, {1})});
+        }).find("[index] got 3 index arrays for f64[3,4]") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::index(x, {i32s({0, 1}, {2}), i32s({0, 1, 2}, {3})});
+        }).find("[index]") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::segment_sum(x, i32s({0, 1}, {2}), 2);
+        }).find("[segment_sum] segment_ids i32[2] must be 1-d with one id per row of data f64[3,4] (3)") !=
         std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::segment_sum(x, i32s({0, 1, 2}, {3}), -1); })
-            .find("num_segments must be >= 0, got -1") != std::string::npos);
-  CHECK(message_of<fx::ShapeError>([&] { fx::take(fx::zeros({0, 2}), i32s({0}, {1}), 0, fx::GatherScatterMode::clip); })
-            .find("[take] cannot take indices i32[1] from axis 0 of f64[0,2], which is empty") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::segment_sum(x, i32s({0, 1, 2}, {3}), -1);
+        }).find("num_segments must be >= 0, got -1") != std::string::npos);
+  CHECK(message_of<fx::ShapeError>([&] {
+          fx::take(fx::zeros({0, 2}), i32s({0}, {1}), 0, fx::GatherScatterMode::clip);
+        }).find("[take] cannot take indices i32[1] from axis 0 of f64[0,2], which is empty") != std::string::npos);
 }

@@ -49,8 +49,8 @@ struct GatherDimensionNumbers {
 /// updates, sorted; scatter_dims_to_operand_dims: the operand dim each index-vector entry starts;
 /// operand_batching_dims / scatter_indices_batching_dims: paired batch dims, as for gather.
 struct ScatterDimensionNumbers {
-  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims,
-      operand_batching_dims, scatter_indices_batching_dims;
+  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims, operand_batching_dims,
+      scatter_indices_batching_dims;
 };
 
 /// jax.lax.gather: output dims are the index-batch dims with the slice dims (offset_dims) inserted.

@@ -31,7 +31,8 @@ struct WindowMap {
   int side_operand_dim[kMaxKernelRank] = {};  // the operand dim a side window dim walks, or -1 (index batch)
   int side_of_window[kMaxKernelRank] = {};    // per operand dim: its side window dim, or -1
   fx_index batch_shape[kMaxKernelRank] = {}, batch_side_stride[kMaxKernelRank] = {};
-  int start_index_map[kMaxKernelRank] = {}, operand_batching[kMaxKernelRank] = {}, indices_batching[kMaxKernelRank] = {};
+  int start_index_map[kMaxKernelRank] = {}, operand_batching[kMaxKernelRank] = {},
+      indices_batching[kMaxKernelRank] = {};
   fx_index batch_count = 1;
 
   /// The window start of index-batch position g in `start`; false when it does not fit (fill/drop).
@@ -158,8 +159,7 @@ namespace scatter_detail {
 inline void check_rank(const char* op, size_t n) {
   if (n > static_cast<size_t>(kMaxKernelRank))
     detail::fail<NotImplementedError>(op, "the CUDA kernels handle at most ", kMaxKernelRank,
-                                      " dims per tensor (and index vector), got ", n,
-                                      ". Reshape to fewer dims first.");
+                                      " dims per tensor (and index vector), got ", n, ". Reshape to fewer dims first.");
 }
 
 inline WindowMap window_map(const char* op, const primitives::scatter_family::WindowSpec& s) {
@@ -216,7 +216,8 @@ void general_gather_kernel(const std::vector<Tensor>& in, const Params& params, 
   const Tensor &x = in[0], &indices = in[1], &y = out[0];
   if (y.size() == 0) return;
   const auto& p = params.as<sf::GatherParams>();
-  const WindowMap map = scatter_detail::window_map("gather_general", sf::gather_window_spec(x.shape(), indices.shape(), p));
+  const WindowMap map =
+      scatter_detail::window_map("gather_general", sf::gather_window_spec(x.shape(), indices.shape(), p));
   scatter_detail::dispatch_index(indices.dtype(), [&](auto itag) {
     using I = typename decltype(itag)::type;
     dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -233,8 +234,8 @@ void general_scatter_kernel(const std::vector<Tensor>& in, const Params& params,
   const Tensor &x = in[0], &indices = in[1], &updates = in[2], &y = out[0];
   if (y.size() == 0) return;
   const auto& p = params.as<sf::ScatterParams>();
-  const WindowMap map = scatter_detail::window_map(
-      "scatter", sf::scatter_window_spec(x.shape(), indices.shape(), updates.shape(), p));
+  const WindowMap map =
+      scatter_detail::window_map("scatter", sf::scatter_window_spec(x.shape(), indices.shape(), updates.shape(), p));
   if (C == sf::Combine::add) indexing_detail::copy_flat<Exec>("scatter_add_general", x, y);
   if (C == sf::Combine::add && updates.size() == 0) return;
   scatter_detail::dispatch_index(indices.dtype(), [&](auto itag) {
@@ -242,8 +243,8 @@ void general_scatter_kernel(const std::vector<Tensor>& in, const Params& params,
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (C == sf::Combine::add)
-        Exec::for_each(updates.size(), GeneralScatterAddBody<T, I>{updates.data<T>(), indices.data<I>(),
-                                                                    y.mutable_data<T>(), map});
+        Exec::for_each(updates.size(),
+                       GeneralScatterAddBody<T, I>{updates.data<T>(), indices.data<I>(), y.mutable_data<T>(), map});
       else
         Exec::for_each(y.size(), ScatterScanBody<C, T, I>{x.data<T>(), updates.data<T>(), indices.data<I>(),
                                                           y.mutable_data<T>(), map});
