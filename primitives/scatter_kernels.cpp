@@ -146,10 +146,13 @@ void gather_kernel(const std::vector<Tensor>& in, const Params& params, std::vec
     } else {
       const skd::WindowTables t = skd::window_tables(s);
       for (int64_t g = 0, n = s.batch_count(); g < n; ++g) {
-        const bool fits = skd::window_start(s, idx, g, start);
-        const T* src = a + skd::dot(start, os);
         T* dst = b + skd::side_base(s, t, g);
-        for (size_t w = 0; w < t.side.size(); ++w) dst[t.side[w]] = fits ? src[t.operand[w]] : fill;
+        if (!skd::window_start(s, idx, g, start)) {
+          for (size_t w = 0; w < t.side.size(); ++w) dst[t.side[w]] = fill;
+          continue;
+        }
+        const T* src = a + skd::dot(start, os);
+        for (size_t w = 0; w < t.side.size(); ++w) dst[t.side[w]] = src[t.operand[w]];
       }
     }
   });

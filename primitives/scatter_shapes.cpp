@@ -110,7 +110,10 @@ void GatherParams::print(std::ostream& os) const {
      << " operand_batching_dims=" << ssd::str(dnums.operand_batching_dims)
      << " start_indices_batching_dims=" << ssd::str(dnums.start_indices_batching_dims)
      << " slice_sizes=" << ssd::str(slice_sizes) << " mode=" << ssd::mode_name(mode);
-  if (mode == GatherScatterMode::fill_or_drop) os << " fill_value=" << fill_value;
+  if (mode == GatherScatterMode::fill_or_drop) {
+    os << " fill_value=";
+    detail::print_param(os, fill_value);
+  }
 }
 bool GatherParams::equals(const Params& other) const {
   const auto* o = dynamic_cast<const GatherParams*>(&other);
@@ -172,6 +175,12 @@ Shape gather_shape(const char* nm, const AbstractValue& operand, const AbstractV
   ssd::check_dim_list(nm, "collapsed_slice_dims", d.collapsed_slice_dims, r, "the operand", true);
   ssd::check_disjoint(nm, "collapsed_slice_dims", d.collapsed_slice_dims, "operand_batching_dims",
                       d.operand_batching_dims);
+  if (p.mode == GatherScatterMode::fill_or_drop && kInteger.contains(operand.dtype) &&
+      !(std::floor(p.fill_value) == p.fill_value &&
+        p.fill_value >= (operand.dtype == i32 ? -2147483648.0 : -9223372036854775808.0) &&
+        p.fill_value < (operand.dtype == i32 ? 2147483648.0 : 9223372036854775808.0)))
+    detail::fail<DTypeError>(nm, "fill_value ", p.fill_value, " is not a value of operand ", operand,
+                             ". Give an integer in range (the default is the lowest value).");
   if (static_cast<int64_t>(p.slice_sizes.size()) != r)
     detail::fail<ShapeError>(nm, "slice_sizes=", ssd::str(p.slice_sizes), " has ", p.slice_sizes.size(),
                              " entries for operand ", operand, ". Give one slice size per operand dim.");

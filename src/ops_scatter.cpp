@@ -87,7 +87,7 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Gat
   // Off the axis both broadcast to the larger dim; on it x keeps its length, indices theirs.
   Shape xs = x.shape(), is = indices.shape();
   for (int64_t d = 0; d < r; ++d)
-    if (d != a) xs[d] = is[d] = std::max(x.shape()[d], indices.shape()[d]);
+    if (d != a) xs[d] = is[d] = x.shape()[d] == 1 ? indices.shape()[d] : x.shape()[d];
   if (osd::empty_shape(is)) return zeros(is, x.dtype());
   const Tensor xb = broadcast_to(x, xs), ib = broadcast_to(osd::from_end(indices, x.shape()[a]), is);
   const osd::Ints others = osd::all_but(r, a);

@@ -4,6 +4,7 @@
 // (duplicate indices, overlapping windows, dropped and clipped out-of-range starts, batching dims,
 // size-0 updates), plus one i32 sample each for the kernels. Values are random, so min/max see no
 // ties and finite differences stay away from switching points.
+#include <limits>
 #include <sstream>
 
 #include "samples.hpp"
@@ -208,6 +209,11 @@ const bool registered_gather = register_samples(
       bad<ShapeError>("dim out of range", "start_index_map=(2,) has entry 2 out of range for the operand (2 dims)",
                       [] {
                         gather2({4, 3}, f64, idx({0}, {1, 1}), {{1}, {0}, {2}, {}, {}}, {1, 3});
+                      }),
+      bad<DTypeError>("NaN fill of integers", "[gather_general] fill_value nan is not a value of operand i32[4,3]",
+                      [] {
+                        lax::gather(ones({4, 3}, i32), idx({0}, {1, 1}), kRows, {1, 3}, Mode::fill_or_drop,
+                                    std::numeric_limits<double>::quiet_NaN());
                       }),
       bad<ShapeError>("rank-0 indices", "must have rank >= 1: the last dim is the index vector", [] {
         gather2({4}, f64, scalar<int32_t>(1), {{}, {0}, {}, {}, {}}, {1});

@@ -61,6 +61,9 @@ TEST_CASE("take_along_axis equals a hand-written loop, broadcasting and out-of-r
   // Indices of shape [1, 2] broadcast over x's rows; clip mode.
   fx::Tensor row = fx::take_along_axis(x, i32s({4, 9}, {1, 2}), -1, fx::GatherScatterMode::clip);
   check_equal(row, {xv[4], xv[4], xv[9], xv[9], xv[14], xv[14]});
+  // A size-1 dim of x broadcasts against the indices (also against an empty one).
+  CHECK(fx::take_along_axis(grid({1, 5}), i32s({0, 1, 2, 3, 4, 0}, {3, 2}), 1).shape() == std::vector<int64_t>{3, 2});
+  CHECK(fx::take_along_axis(grid({1, 5}), i32s({}, {0, 2}), 1).shape() == std::vector<int64_t>{0, 2});
   // Along axis 0 of a 3-d tensor.
   fx::Tensor y = grid({2, 3, 2});
   fx::Tensor along0 = fx::take_along_axis(y, i32s({1, 0, 0, 1, 1, 1}, {1, 3, 2}), 0);
