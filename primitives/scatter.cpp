@@ -17,6 +17,7 @@
 //   a paired operand/indices batching dim (indices mapped), as JAX's rules do; never a loop.
 #include <vector>
 
+#include "fluxion/cuda.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
 #include "primitives/builder.hpp"
@@ -28,11 +29,11 @@
 namespace fluxion::primitives::scatter_family {
 namespace scatter_rules_detail {
 
-Tensor filled(const Shape& shape, double value, DType dtype) {
-  Tensor v = full(Shape{}, value, dtype);
+Tensor filled(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor v = device_put(full(Shape{}, value, dtype), device);
   return shape.size() == 0 ? v : lax::broadcast_in_dim(v, shape, {});
 }
-Tensor zeros_of(const AbstractValue& a) { return filled(a.shape, 0.0, a.dtype); }
+Tensor zeros_of(const AbstractValue& a, Device device) { return filled(a.shape, 0.0, a.dtype, device); }
 
 Ints shifted(Ints v) {
   for (int64_t& d : v) ++d;
@@ -78,7 +79,7 @@ void gather_jvp(const Primitive& self, const std::vector<Tensor>& primals, const
 void gather_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
                       const std::vector<AbstractValue>& in_avals, const Params& params, std::vector<Tensor>& cts_in) {
   if (!cts_out[0].defined() || inputs[0].defined()) return;
-  cts_in[0] = scatter_with(Combine::add, zeros_of(in_avals[0]), inputs[1], cts_out[0],
+  cts_in[0] = scatter_with(Combine::add, zeros_of(in_avals[0], cts_out[0].device()), inputs[1], cts_out[0],
                            scatter_of_gather(params.as<GatherParams>()));
 }
 
@@ -138,7 +139,7 @@ Tensor gather_back(const Tensor& x, const Tensor& idx, const AbstractValue& oper
                    const ScatterParams& p, double fill) {
   // An empty inserted dim drops every window (clip mode refuses it): all fill, nothing to gather.
   for (int64_t k : p.dnums.inserted_window_dims)
-    if (operand.shape[k] == 0) return filled(updates.shape, fill, x.dtype());
+    if (operand.shape[k] == 0) return filled(updates.shape, fill, x.dtype(), x.device());
   return gather_with(x, idx, gather_of_scatter(p, operand.shape, updates.shape, fill));
 }
 
@@ -148,9 +149,20 @@ Tensor winner_mask(const Tensor& idx, const AbstractValue& operand, const Abstra
   Shape batch(idx.shape().begin(), idx.shape().end() - 1);
   const int64_t g = batch.num_elements();
   const DType dt = g > 2147483647 ? i64 : i32;
-  Tensor ids = lax::reshape(lax::iota(dt, Shape{g}, 0), batch);
+  // The ids are a constant made where the indices live (an iota would run on the CPU).
+  Tensor ids;
+  if (dt == i32) {
+    std::vector<int32_t> count(static_cast<size_t>(g));
+    for (int64_t i = 0; i < g; ++i) count[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    ids = from_vector(count);
+  } else {
+    std::vector<int64_t> count(static_cast<size_t>(g));
+    for (int64_t i = 0; i < g; ++i) count[static_cast<size_t>(i)] = i;
+    ids = from_vector(count);
+  }
+  ids = lax::reshape(device_put(ids, idx.device()), batch);
   ids = lax::broadcast_in_dim(ids, updates.shape, update_scatter_dims(p, updates.ndim()));
-  Tensor winner = scatter_with(Combine::replace, filled(operand.shape, -1.0, dt), idx, ids, p);
+  Tensor winner = scatter_with(Combine::replace, filled(operand.shape, -1.0, dt, idx.device()), idx, ids, p);
   return lax::eq(gather_back(winner, idx, operand, updates, p, -1.0), ids);
 }
 
@@ -164,10 +176,11 @@ void linear_scatter_jvp(const Primitive& self, const std::vector<Tensor>& primal
     tangents_out[0] = t_op;  // adding nothing
     return;
   }
-  tangents_out[0] = fluxion::bind1(self,
-                                   {t_op.defined() ? t_op : zeros_of(primals[0].aval()), primals[1],
-                                    t_upd.defined() ? t_upd : zeros_of(primals[2].aval())},
-                                   params);
+  tangents_out[0] =
+      fluxion::bind1(self,
+                     {t_op.defined() ? t_op : zeros_of(primals[0].aval(), primals[0].device()), primals[1],
+                      t_upd.defined() ? t_upd : zeros_of(primals[2].aval(), primals[0].device())},
+                     params);
 }
 
 void scatter_add_transpose(const Primitive&, const std::vector<Tensor>& cts_out, const std::vector<Tensor>& inputs,
@@ -185,10 +198,12 @@ void scatter_transpose(const Primitive&, const std::vector<Tensor>& cts_out, con
   const Tensor& ct = cts_out[0];
   if (!ct.defined()) return;
   const auto& p = params.as<ScatterParams>();
-  if (!inputs[0].defined()) cts_in[0] = scatter_with(Combine::replace, ct, inputs[1], zeros_of(in_avals[2]), p);
+  if (!inputs[0].defined())
+    cts_in[0] = scatter_with(Combine::replace, ct, inputs[1], zeros_of(in_avals[2], ct.device()), p);
   if (!inputs[2].defined())
-    cts_in[2] = lax::select(winner_mask(inputs[1], in_avals[0], in_avals[2], p),
-                            gather_back(ct, inputs[1], in_avals[0], in_avals[2], p, 0.0), zeros_of(in_avals[2]));
+    cts_in[2] =
+        lax::select(winner_mask(inputs[1], in_avals[0], in_avals[2], p),
+                    gather_back(ct, inputs[1], in_avals[0], in_avals[2], p, 0.0), zeros_of(in_avals[2], ct.device()));
 }
 
 // out = op * prod_j u[j] over the updates hitting each element. The operand's tangent is scaled by
@@ -202,19 +217,21 @@ void scatter_mul_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
   const Tensor &t_op = tangents[0], &t_u = tangents[2];
   const auto& p = params.as<ScatterParams>();
   Tensor t;
-  if (t_op.defined()) t = lax::mul(t_op, scatter_with(Combine::mul, filled(op.shape(), 1.0, op.dtype()), idx, u, p));
+  if (t_op.defined())
+    t = lax::mul(t_op, scatter_with(Combine::mul, filled(op.shape(), 1.0, op.dtype(), op.device()), idx, u, p));
   if (t_u.defined()) {
-    const Tensor zero_u = lax::eq(u, zeros_of(u.aval())), one = filled(u.shape(), 1.0, u.dtype());
+    const Tensor zero_u = lax::eq(u, zeros_of(u.aval(), op.device())),
+                 one = filled(u.shape(), 1.0, u.dtype(), op.device());
     const Tensor nz = lax::select(zero_u, one, u);
-    const Tensor zeros_count =
-        scatter_with(Combine::add, zeros_of(op.aval()), idx, lax::convert_element_type(zero_u, op.dtype()), p);
+    const Tensor zeros_count = scatter_with(Combine::add, zeros_of(op.aval(), op.device()), idx,
+                                            lax::convert_element_type(zero_u, op.dtype()), p);
     const Tensor prod_nz = scatter_with(Combine::mul, op, idx, nz, p);
     const Tensor gz = gather_back(zeros_count, idx, op.aval(), u.aval(), p, 0.0);
     const Tensor gp = gather_back(prod_nz, idx, op.aval(), u.aval(), p, 0.0);
-    const Tensor zero = zeros_of(u.aval());
+    const Tensor zero = zeros_of(u.aval(), op.device());
     const Tensor others = lax::select(zero_u, lax::select(lax::eq(gz, one), gp, zero),
                                       lax::select(lax::eq(gz, zero), lax::div(gp, nz), zero));
-    Tensor tu = scatter_with(Combine::add, zeros_of(op.aval()), idx, lax::mul(t_u, others), p);
+    Tensor tu = scatter_with(Combine::add, zeros_of(op.aval(), op.device()), idx, lax::mul(t_u, others), p);
     t = t.defined() ? lax::add(t, tu) : tu;
   }
   tangents_out[0] = t;
@@ -229,16 +246,16 @@ void scatter_extremal_jvp(const Primitive& self, const std::vector<Tensor>& prim
   if (!tangents[0].defined() && !tangents[2].defined()) return;
   const Tensor &op = primals[0], &idx = primals[1], &u = primals[2], &out = primals_out[0];
   const auto& p = params.as<ScatterParams>();
-  const Tensor t_op = tangents[0].defined() ? tangents[0] : zeros_of(op.aval());
-  const Tensor t_u = tangents[2].defined() ? tangents[2] : zeros_of(u.aval());
+  const Tensor t_op = tangents[0].defined() ? tangents[0] : zeros_of(op.aval(), op.device());
+  const Tensor t_u = tangents[2].defined() ? tangents[2] : zeros_of(u.aval(), op.device());
   const Tensor op_won = lax::eq(op, out);
   const Tensor u_won = lax::eq(u, gather_back(out, idx, op.aval(), u.aval(), p, default_fill(u.dtype())));
-  const Tensor zop = zeros_of(op.aval()), zu = zeros_of(u.aval());
+  const Tensor zop = zeros_of(op.aval(), op.device()), zu = zeros_of(u.aval(), op.device());
   const Tensor count = lax::add(lax::convert_element_type(op_won, op.dtype()),
                                 scatter_with(Combine::add, zop, idx, lax::convert_element_type(u_won, u.dtype()), p));
   const Tensor sum =
       lax::add(lax::select(op_won, t_op, zop), scatter_with(Combine::add, zop, idx, lax::select(u_won, t_u, zu), p));
-  tangents_out[0] = lax::div(sum, lax::max(count, filled(op.shape(), 1.0, op.dtype())));
+  tangents_out[0] = lax::div(sum, lax::max(count, filled(op.shape(), 1.0, op.dtype(), op.device())));
 }
 
 void scatter_batch(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,

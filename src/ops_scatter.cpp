@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "fluxion/cuda.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/scatter.hpp"
@@ -69,7 +70,7 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis, GatherScatterM
   Shape out(x.shape().begin(), x.shape().begin() + a);
   for (int64_t d : indices.shape()) out.push_back(d);
   for (int64_t d = a + 1; d < x.ndim(); ++d) out.push_back(x.shape()[d]);
-  if (osd::empty_shape(out)) return zeros(out, x.dtype());
+  if (osd::empty_shape(out)) return device_put(zeros(out, x.dtype()), x.device());
   if (n == 0)
     detail::fail<ShapeError>("take", "cannot take indices ", indices.aval(), " from axis ", a, " of ", x.aval(),
                              ", which is empty.");
@@ -88,7 +89,7 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Gat
   Shape xs = x.shape(), is = indices.shape();
   for (int64_t d = 0; d < r; ++d)
     if (d != a) xs[d] = is[d] = x.shape()[d] == 1 ? indices.shape()[d] : x.shape()[d];
-  if (osd::empty_shape(is)) return zeros(is, x.dtype());
+  if (osd::empty_shape(is)) return device_put(zeros(is, x.dtype()), x.device());
   const Tensor xb = broadcast_to(x, xs), ib = broadcast_to(osd::from_end(indices, x.shape()[a]), is);
   const osd::Ints others = osd::all_but(r, a);
   return lax::gather(xb, expand_dims(ib, r), {{}, {a}, {a}, others, others}, osd::Ints(static_cast<size_t>(r), 1), mode,
@@ -103,7 +104,9 @@ Tensor put_along_axis(const Tensor& x, const Tensor& indices, const Tensor& valu
   is[a] = indices.shape()[a];
   if (osd::empty_shape(is)) return x;
   const Tensor ib = broadcast_to(osd::from_end(indices, x.shape()[a]), is);
-  const Tensor vb = broadcast_to(astype(values, x.dtype()), is);
+  // A concrete rank-0 value follows x to its device before it is broadcast (like a literal).
+  const Tensor v = values.ndim() == 0 && !values.is_tracer() ? device_put(values, x.device()) : values;
+  const Tensor vb = broadcast_to(astype(v, x.dtype()), is);
   const osd::Ints others = osd::all_but(r, a);
   const lax::ScatterDimensionNumbers dn{{}, {a}, {a}, others, others};
   return how == PutMode::add ? lax::scatter_add(x, expand_dims(ib, r), vb, dn, mode)
@@ -125,7 +128,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices, GatherScatterM
   }
   Shape out = batch;
   for (int64_t d = k; d < r; ++d) out.push_back(x.shape()[d]);
-  if (osd::empty_shape(out)) return zeros(out, x.dtype());
+  if (osd::empty_shape(out)) return device_put(zeros(out, x.dtype()), x.device());
   std::vector<Tensor> columns;
   for (int64_t i = 0; i < k; ++i) {
     if (x.shape()[i] == 0)
@@ -167,7 +170,7 @@ Tensor segment(const char* op, const Tensor& data, const Tensor& ids, int64_t nu
   if (num_segments < 0) detail::fail<ShapeError>(op, "num_segments must be >= 0, got ", num_segments, ".");
   Shape out = data.shape();
   out[0] = num_segments;
-  const Tensor base = lax::broadcast_in_dim(segment_identity(how, data.dtype()), out, {});
+  const Tensor base = lax::broadcast_in_dim(device_put(segment_identity(how, data.dtype()), data.device()), out, {});
   const Tensor idx = expand_dims(ids, 1);
   const lax::ScatterDimensionNumbers dn{range(1, data.ndim()), {0}, {0}, {}, {}};
   const GatherScatterMode drop = GatherScatterMode::fill_or_drop;
