@@ -71,6 +71,7 @@
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
 #include "primitives/sort.cpp"
+#include "src/ops_sort.cpp"
 #include "primitives/scatter.cpp"
 #include "primitives/convolution.cpp"
 #include "src/ops.cpp"
