@@ -72,6 +72,7 @@
 #include "primitives/random.cpp"
 #include "primitives/sort.cpp"
 #include "src/ops_sort.cpp"
+#include "src/einsum.cpp"
 #include "primitives/scatter.cpp"
 #include "primitives/convolution.cpp"
 #include "src/ops.cpp"
