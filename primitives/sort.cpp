@@ -3,18 +3,22 @@
 // order. Keys compare in XLA's total order for sorting (sort_less in sort.hpp): NaN last, -0.0 == 0.0.
 // Kernels compute one permutation per row, then gather every operand through it: the CPU runs one
 // std::stable_sort per key (the last key first, so the stable passes leave the rows in lexicographic
-// order), rows in parallel; the reference is a merge sort with the lexicographic comparison of all
+// order), rows in parallel, and sorts a lone operand's rows in place; the reference is a merge sort with the lexicographic comparison of all
 // keys at once. argsort is sort(x, iota) and top_k a descending one, so they need no primitive.
 // Rules: jvp permutes each tangent like its primal (sort again with an iota operand for the
 // permutation, then a gather along the axis with it: the derivative is a permutation, linear, so
 // vjp transposes that gather); batching moves the batch axis to the front. Nonlinear: no transpose.
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <numeric>
+#include <utility>
 
 #include "backends/cpu/kernel_threads.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/sort.hpp"
 #include "primitives/builder.hpp"
+#include "primitives/cumulative.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/registry.hpp"
 #include "primitives/sort.hpp"
@@ -74,14 +78,15 @@ void permute_rows(const Tensor& in, const std::vector<int64_t>& perm, const Sort
   });
 }
 
-/// CPU: per row, std::stable_sort of the positions by each key from the last to the first (stable
-/// passes compose to the lexicographic order); rows run in parallel when there is enough work.
+/// CPU: per row, the positions stably sorted by each key from the last to the first (stable passes
+/// compose to the lexicographic order); a pass sorts (key, position) pairs, contiguous whatever the
+/// axis, and reads the new order back. Rows run in parallel when there is enough work.
 void cpu_permutation(const std::vector<Tensor>& keys, const SortParams& p, const SortRows& rows,
                      std::vector<int64_t>& perm) {
   const int64_t num_rows = rows.outer * rows.inner, n = rows.n;
   const bool parallel = static_cast<double>(num_rows) * static_cast<double>(n) >= 1 << 15 && num_rows > 1;
   const int threads = parallel ? cpu::kernel_threads() : 1;
-  (void)threads;
+  (void)threads;  // unused without OpenMP
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (parallel)
   for (int64_t r = 0; r < num_rows; ++r) {
     int64_t* row = perm.data() + r * n;
@@ -89,14 +94,17 @@ void cpu_permutation(const std::vector<Tensor>& keys, const SortParams& p, const
     for (size_t k = keys.size(); k-- > 0;)
       dispatch_dtype(keys[k].dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
+        using Pair = std::pair<T, int64_t>;
         const T* key = keys[k].data<T>() + offset(rows, r, 0);
-        const int64_t stride = rows.inner;
+        std::vector<Pair> pairs(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) pairs[static_cast<size_t>(j)] = {key[row[j] * rows.inner], row[j]};
         if (p.descending)
-          std::stable_sort(row, row + n,
-                           [&](int64_t a, int64_t b) { return sort_less(key[b * stride], key[a * stride]); });
+          std::stable_sort(pairs.begin(), pairs.end(),
+                           [](const Pair& a, const Pair& b) { return sort_less(b.first, a.first); });
         else
-          std::stable_sort(row, row + n,
-                           [&](int64_t a, int64_t b) { return sort_less(key[a * stride], key[b * stride]); });
+          std::stable_sort(pairs.begin(), pairs.end(),
+                           [](const Pair& a, const Pair& b) { return sort_less(a.first, b.first); });
+        for (int64_t j = 0; j < n; ++j) row[j] = pairs[static_cast<size_t>(j)].second;
       });
   }
 }
@@ -141,10 +149,32 @@ void reference_permutation(const std::vector<Tensor>& keys, const SortParams& p,
   }
 }
 
+/// CPU, one operand: each row copied out (contiguous), sorted in place, copied back: no permutation.
+void cpu_sort_values(const Tensor& in, const SortParams& p, const SortRows& rows, Tensor& out) {
+  const int64_t num_rows = rows.outer * rows.inner, n = rows.n;
+  const bool parallel = static_cast<double>(num_rows) * static_cast<double>(n) >= 1 << 15 && num_rows > 1;
+  const int threads = parallel ? cpu::kernel_threads() : 1;
+  (void)threads;  // unused without OpenMP
+  dispatch_dtype(in.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data<T>();
+    T* y = out.mutable_data<T>();
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (parallel)
+    for (int64_t r = 0; r < num_rows; ++r) {
+      std::vector<T> row(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] = x[offset(rows, r, j)];
+      if (p.descending) std::stable_sort(row.begin(), row.end(), [](T a, T b) { return sort_less(b, a); });
+      else std::stable_sort(row.begin(), row.end(), [](T a, T b) { return sort_less(a, b); });
+      for (int64_t j = 0; j < n; ++j) y[offset(rows, r, j)] = row[static_cast<size_t>(j)];
+    }
+  });
+}
+
 template <bool Reference>
 void sort_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const auto& p = params.as<SortParams>();
   const SortRows rows = sort_rows(in[0].shape(), p.axis);
+  if (!Reference && in.size() == 1) return cpu_sort_values(in[0], p, rows, out[0]);
   std::vector<int64_t> perm(static_cast<size_t>(rows.outer * rows.inner * rows.n));
   const std::vector<Tensor> keys(in.begin(), in.begin() + p.num_keys);
   if (Reference) reference_permutation(keys, p, rows, perm);
@@ -213,7 +243,11 @@ const Primitive& sort_detail::sort_p() {
   return p;
 }
 
-void register_sort(std::vector<const Primitive*>& list) { list.push_back(&sort_detail::sort_p()); }
+void register_sort(std::vector<const Primitive*>& list) {
+  namespace cd = cumulative_detail;
+  list.insert(list.end(),
+              {&sort_detail::sort_p(), &cd::cumprod_p(), &cd::cummax_p(), &cd::cummin_p(), &cd::cumlogsumexp_p()});
+}
 
 }  // namespace fluxion::primitives
 

@@ -1,5 +1,5 @@
 // The op layer of the sort family: sort, argsort, top_k on the sort primitive; cumprod, cummax,
-// cummin, logcumsumexp as associative_scan compositions, and associative_scan's helpers.
+// cummin, logcumsumexp on the cumulative primitives; logaddexp; associative_scan's helpers.
 #include <algorithm>
 #include <cstdint>
 
@@ -68,28 +68,28 @@ Tensor logaddexp(const Tensor& a, const Tensor& b) {
 Tensor cumprod(const Tensor& x, int64_t axis, bool reverse) {
   const int64_t a = normalize_axis("cumprod", axis, x.ndim());
   Tensor v = x.dtype() == boolean ? astype(x, i32) : x;
-  return associative_scan([](const Tensor& p, const Tensor& q) { return p * q; }, v, a, reverse);
+  return lax::cumprod(v, a, reverse);
 }
 
 Tensor cummax(const Tensor& x, int64_t axis, bool reverse) {
   const int64_t a = normalize_axis("cummax", axis, x.ndim());
   ops_sort_detail::check_not_bool("cummax", x);
-  return associative_scan([](const Tensor& p, const Tensor& q) { return maximum(p, q); }, x, a, reverse);
+  return lax::cummax(x, a, reverse);
 }
 
 Tensor cummin(const Tensor& x, int64_t axis, bool reverse) {
   const int64_t a = normalize_axis("cummin", axis, x.ndim());
   ops_sort_detail::check_not_bool("cummin", x);
-  return associative_scan([](const Tensor& p, const Tensor& q) { return minimum(p, q); }, x, a, reverse);
+  return lax::cummin(x, a, reverse);
 }
 
 Tensor logcumsumexp(const Tensor& x, int64_t axis, bool reverse) {
   const int64_t a = normalize_axis("logcumsumexp", axis, x.ndim());
   Tensor v = is_floating(x.dtype()) ? x : astype(x, f64);
-  return associative_scan([](const Tensor& p, const Tensor& q) { return logaddexp(p, q); }, v, a, reverse);
+  return lax::cumlogsumexp(v, a, reverse);
 }
 
-namespace scan_detail {
+namespace associative_scan_detail {
 
 std::vector<int64_t> scan_axes(const std::vector<Tensor>& leaves, int64_t axis) {
   if (leaves.empty())
@@ -132,21 +132,26 @@ Tensor prepend_first(const Tensor& x, const Tensor& rest, int64_t axis) {
   return lax::concatenate({lax::slice(x, lo, hi), rest}, axis);
 }
 
-// Both padded to the full length with a hole at every other position, then selected by parity
-// (select, not addition: -0.0 and NaN payloads come through unchanged).
+// Pairs (even[i], odd[i]) side by side on a new axis after `axis`, merged into it by a reshape (odd
+// padded by one first when even is longer, and the pad sliced off): one copy, values unchanged.
 Tensor interleave(const Tensor& even, const Tensor& odd, int64_t axis) {
   const int64_t ne = even.shape()[axis], no = odd.shape()[axis];
   if (no == 0) return even;
   const size_t r = static_cast<size_t>(even.ndim()), a = static_cast<size_t>(axis);
-  std::vector<int64_t> zero(r, 0), even_low(r, 0), even_high(r, 0), odd_low(r, 0), odd_high(r, 0), interior(r, 0);
-  interior[a] = 1;
-  even_high[a] = ne == no ? 1 : 0;
-  odd_low[a] = 1;
-  odd_high[a] = ne == no ? 0 : 1;
-  Tensor e = lax::pad(even, lax::convert_element_type(zeros({}, f64), even.dtype()), even_low, even_high, interior);
-  Tensor o = lax::pad(odd, lax::convert_element_type(zeros({}, f64), odd.dtype()), odd_low, odd_high, interior);
-  Tensor parity = lax::rem(lax::iota(i64, e.shape(), axis), full(Shape{}, int64_t{2}, i64));
-  return lax::select(lax::eq(parity, zeros({}, i64)), e, o);
+  Tensor o = odd;
+  if (ne != no) {
+    std::vector<int64_t> zero(r, 0), high(r, 0);
+    high[a] = 1;
+    o = lax::pad(odd, lax::convert_element_type(zeros({}, f64), odd.dtype()), zero, high, zero);
+  }
+  Tensor pairs = lax::concatenate({lax::expand_dims(even, {axis + 1}), lax::expand_dims(o, {axis + 1})}, axis + 1);
+  std::vector<int64_t> merged = even.shape().dims();
+  merged[a] = 2 * ne;
+  Tensor out = lax::reshape(pairs, Shape(merged));
+  if (ne == no) return out;
+  std::vector<int64_t> start(r, 0), limit = merged;
+  limit[a] = ne + no;
+  return lax::slice(out, start, limit);
 }
 
 Tensor reverse_along(const Tensor& x, int64_t axis) {
@@ -167,5 +172,5 @@ void check_combined(const std::vector<Tensor>& result, const std::vector<Tensor>
                                ". fn must keep each leaf's shape and dtype (it combines elements elementwise).");
 }
 
-}  // namespace scan_detail
+}  // namespace associative_scan_detail
 }  // namespace fluxion

@@ -1,6 +1,7 @@
 // Samples of sort: one key along every axis of 1-d to 3-d operands, descending, a key with a
 // floating operand carried along, two keys, an argsort-style integer operand, integer and bool keys,
-// NaN keys, length-1 and size-0 axes. Floating keys are random (distinct), so the sort is smooth
+// NaN keys, length-1 and size-0 axes. Then the cumulative primitives along each axis, forward and
+// reverse, with integer inputs where they apply. Floating keys are random (distinct), so the sort is smooth
 // around them and finite differences apply; samples with ties are marked not differentiable.
 #include <cmath>
 #include <sstream>
@@ -79,6 +80,48 @@ const bool registered = register_samples(
       bad<AxisError>("axis out of range", "[sort] axis 2 is out of range for operand f64[2,3] of rank 2", [] {
         sort_of({{2, 3}}, 2, 1);
       })}});
+
+// ---- cumprod, cummax, cummin, cumlogsumexp ----
+
+using Scan = Tensor (*)(const Tensor&, int64_t, bool);
+
+std::vector<Sample> cumulative_samples(const char* name, Scan op, bool integers, DType dt) {
+  std::vector<Sample> out;
+  auto add = [&](const std::string& what, const Tensor& x, int64_t axis, bool reverse) {
+    std::ostringstream label;
+    label << name << " " << what << ": " << x.aval() << " axis " << axis << (reverse ? " reverse" : "");
+    out.push_back(Sample{
+        label.str(), {x}, unary_fn([op, axis, reverse](const Tensor& v) { return op(v, axis, reverse); }), {x.aval()}});
+  };
+  auto r = [dt](const Shape& s, uint64_t seed) { return random_tensor(s, dt, seed, -1.5, 1.5); };
+  add("vector", r({7}, 30), 0, false);
+  add("matrix rows", r({3, 5}, 31), 1, true);
+  add("vector", r({8}, 32), 0, true);
+  add("matrix columns", r({4, 3}, 33), 0, false);
+  add("middle axis", r({2, 5, 2}, 34), 1, false);
+  add("length 1", r({3, 1}, 35), 1, false);
+  add("size 0", r({0, 3}, 36), 0, true);
+  if (integers) add("integers", random_tensor({2, 6}, i32, 37, -3, 3), 1, false);
+  return out;
+}
+
+template <Scan Op> void register_cumulative(const char* name, bool integers) {
+  const std::string n = name;
+  register_samples(
+      n, {[name, integers](DType dt) { return cumulative_samples(name, Op, integers, dt); },
+          {bad<DTypeError>("bool", "[" + n + "] does not take bool[3]", [] { Op(ones({3}, boolean), 0, false); }),
+           bad<AxisError>("axis out of range", "[" + n + "] axis 2 is out of range for operand f64[2,3] of rank 2", [] {
+             Op(ones({2, 3}), 2, false);
+           })}});
+}
+
+const bool cumulative_registered = [] {
+  register_cumulative<&lax::cumprod>("cumprod", true);
+  register_cumulative<&lax::cummax>("cummax", true);
+  register_cumulative<&lax::cummin>("cummin", true);
+  register_cumulative<&lax::cumlogsumexp>("cumlogsumexp", false);
+  return true;
+}();
 
 }  // namespace sort_samples
 }  // namespace fluxion::testing

@@ -114,6 +114,10 @@ TEST_CASE("sort: the CPU and emulated CUDA kernels equal the reference on large 
           CHECK(vals(cpu[k]) == vals(ref[k]));
           CHECK(vals(emu[k]) == vals(ref[k]));
         }
+        // A lone operand (the CPU kernel's in-place path).
+        fx::primitives::sort_detail::SortParams one(axis, 1, descending);
+        CHECK(vals(fx::eval_primitive(*p, {k1}, one, fx::Backend::cpu)[0]) ==
+              vals(fx::eval_primitive(*p, {k1}, one, fx::Backend::reference)[0]));
       }
 }
 

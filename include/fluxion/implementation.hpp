@@ -71,6 +71,7 @@
 #include "primitives/linalg_spectral.cpp"
 #include "primitives/random.cpp"
 #include "primitives/sort.cpp"
+#include "primitives/cumulative.cpp"
 #include "src/ops_sort.cpp"
 #include "src/einsum.cpp"
 #include "primitives/scatter.cpp"

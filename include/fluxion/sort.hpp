@@ -18,6 +18,12 @@ namespace lax {
 /// reverses the key order and still keeps equal keys in their original order.
 std::vector<Tensor> sort(const std::vector<Tensor>& operands, int64_t dimension = -1, int64_t num_keys = 1,
                          bool descending = false);
+/// The cumulative primitives (like lax.cumprod, cummax, cummin, cumlogsumexp): inclusive along `axis`
+/// (non-negative), from the end when `reverse`; no bool (cumlogsumexp: floats only).
+Tensor cumprod(const Tensor& x, int64_t axis, bool reverse = false);
+Tensor cummax(const Tensor& x, int64_t axis, bool reverse = false);
+Tensor cummin(const Tensor& x, int64_t axis, bool reverse = false);
+Tensor cumlogsumexp(const Tensor& x, int64_t axis, bool reverse = false);
 }  // namespace lax
 
 /// x sorted along `axis` (ascending unless `descending`); stable, NaNs last when ascending.
@@ -29,9 +35,9 @@ Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false);
 /// in index order (NaN counts as the largest). 0 <= k <= x.shape[-1].
 std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k);
 
-// Cumulative ops along `axis` (inclusive; from the end when `reverse`), compositions of
-// associative_scan, so every transform works and derivatives at zeros (cumprod) and ties (cummax,
-// cummin: split like maximum's) are those of the composition, like JAX's.
+// Cumulative ops along `axis` (inclusive; from the end when `reverse`): one primitive each, whose
+// derivatives are those of the associative_scan composition (like JAX's): correct at zeros (cumprod)
+// and split between tied elements (cummax, cummin: like fx::maximum's).
 Tensor cumprod(const Tensor& x, int64_t axis = 0, bool reverse = false);
 Tensor cummax(const Tensor& x, int64_t axis = 0, bool reverse = false);
 Tensor cummin(const Tensor& x, int64_t axis = 0, bool reverse = false);
@@ -40,7 +46,7 @@ Tensor logcumsumexp(const Tensor& x, int64_t axis = 0, bool reverse = false);
 /// log(exp(a) + exp(b)), stable, with derivatives exp(a - out) and exp(b - out) at every order.
 Tensor logaddexp(const Tensor& a, const Tensor& b);
 
-namespace scan_detail {
+namespace associative_scan_detail {
 /// Each leaf's axis (negative counts from its end); AxisError/ShapeError naming associative_scan
 /// unless every leaf has the axis with one common length.
 std::vector<int64_t> scan_axes(const std::vector<Tensor>& leaves, int64_t axis);
@@ -55,7 +61,7 @@ Tensor interleave(const Tensor& even, const Tensor& odd, int64_t axis);
 Tensor reverse_along(const Tensor& x, int64_t axis);
 /// Error unless `fn`'s result leaves match its operands' leaves in count, shapes and dtypes.
 void check_combined(const std::vector<Tensor>& result, const std::vector<Tensor>& operand);
-}  // namespace scan_detail
+}  // namespace associative_scan_detail
 
 /// Inclusive scan with an associative binary `fn` along `axis` of every leaf of `elems` (a Tensor
 /// or a pytree of them, leaves of equal length along the axis), like lax.associative_scan:
@@ -67,12 +73,12 @@ template <class F, class T> T associative_scan(F&& fn, const T& elems, int64_t a
   auto flat = tree_flatten(elems);  // (no structured bindings: C++17 lambdas cannot capture them)
   std::vector<Tensor> leaves = std::move(flat.first);
   const TreeDef<T>& def = flat.second;
-  const std::vector<int64_t> axes = scan_detail::scan_axes(leaves, axis);
+  const std::vector<int64_t> axes = associative_scan_detail::scan_axes(leaves, axis);
   if (reverse)
-    for (size_t i = 0; i < leaves.size(); ++i) leaves[i] = scan_detail::reverse_along(leaves[i], axes[i]);
+    for (size_t i = 0; i < leaves.size(); ++i) leaves[i] = associative_scan_detail::reverse_along(leaves[i], axes[i]);
   auto combine = [&](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
     std::vector<Tensor> out = tree_leaves(T(fn(tree_unflatten(def, a), tree_unflatten(def, b))));
-    scan_detail::check_combined(out, a);
+    associative_scan_detail::check_combined(out, a);
     return out;
   };
   auto length = [&](const std::vector<Tensor>& e) { return e[0].shape()[axes[0]]; };
@@ -80,20 +86,21 @@ template <class F, class T> T associative_scan(F&& fn, const T& elems, int64_t a
     const int64_t n = length(e);
     if (n < 2) return e;
     // Pairs (x0 x1) (x2 x3) ... combined, scanned recursively: the results at odd positions.
-    std::vector<Tensor> odd =
-        scan(combine(scan_detail::slice_along(e, axes, 0, n - 1, 2), scan_detail::slice_along(e, axes, 1, n, 2)));
+    std::vector<Tensor> odd = scan(combine(associative_scan_detail::slice_along(e, axes, 0, n - 1, 2),
+                                           associative_scan_detail::slice_along(e, axes, 1, n, 2)));
     // Even positions 2, 4, ...: the odd result before them combined with the element.
-    std::vector<Tensor> tail = scan_detail::slice_along(e, axes, 2, n, 2);
+    std::vector<Tensor> tail = associative_scan_detail::slice_along(e, axes, 2, n, 2);
     std::vector<Tensor> even =
-        combine(n % 2 == 0 ? scan_detail::slice_along(odd, axes, 0, length(odd) - 1, 1) : odd, tail);
+        combine(n % 2 == 0 ? associative_scan_detail::slice_along(odd, axes, 0, length(odd) - 1, 1) : odd, tail);
     std::vector<Tensor> out;
     for (size_t i = 0; i < e.size(); ++i)
-      out.push_back(scan_detail::interleave(scan_detail::prepend_first(e[i], even[i], axes[i]), odd[i], axes[i]));
+      out.push_back(associative_scan_detail::interleave(associative_scan_detail::prepend_first(e[i], even[i], axes[i]),
+                                                        odd[i], axes[i]));
     return out;
   };
   std::vector<Tensor> result = scan(leaves);
   if (reverse)
-    for (size_t i = 0; i < result.size(); ++i) result[i] = scan_detail::reverse_along(result[i], axes[i]);
+    for (size_t i = 0; i < result.size(); ++i) result[i] = associative_scan_detail::reverse_along(result[i], axes[i]);
   return tree_unflatten(def, result);
 }
 

@@ -1,17 +1,21 @@
-/// The sort family's kernels in the CUDA kernel table: sort (argsort and top_k are sorts; the
-/// cumulative ops and associative_scan are compositions of other primitives). One permutation per
+/// The sort family's kernels in the CUDA kernel table: sort (argsort and top_k are sorts) and the
+/// cumulative primitives (one thread per row scans it sequentially, the CPU's row body;
+/// associative_scan is a composition of other primitives). Sort: one permutation per
 /// row, made by a stable bottom-up merge sort of the row's positions on one thread per row, one pass
 /// per key from the last key to the first (stable passes compose to the lexicographic order); then
 /// every operand is gathered through it, one thread per element. One thread per row suits many short
 /// rows; a few very long rows would want a segmented device sort (CUB), not done yet.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/exec.hpp"
 #include "backends/cuda/kernels/common.hpp"
 #include "backends/cuda/kernels/host_staged.hpp"
 #include "fluxion/tensor.hpp"
+#include "primitives/cumulative.hpp"
+#include "primitives/reduction.hpp"
 #include "primitives/sort.hpp"
 
 namespace fluxion::cuda {
@@ -97,9 +101,32 @@ template <class Exec> void sort_kernel(const std::vector<Tensor>& in, const Para
     });
 }
 
+/// Inputs: x (not bool). Output: x scanned along the axis with Op (CumsumParams), one thread per row.
+template <class Exec, class Op>
+void cumulative_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const auto& p = params.as<primitives::reduction_family::CumsumParams>();
+  const Shape& s = in[0].shape();
+  const fx_index size = s.num_elements();
+  if (size == 0) return;
+  fx_index inner = 1;
+  for (int64_t d = p.axis + 1; d < static_cast<int64_t>(s.size()); ++d) inner *= s[d];
+  const fx_index n = s[p.axis];
+  dispatch_dtype(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (primitives::cumulative_detail::kCumulativeApplies<Op, T>)
+      Exec::for_each(size / n, primitives::cumulative_detail::CumulativeRowBody<Op, T>{
+                                   in[0].data<T>(), out[0].mutable_data<T>(), n, inner, p.reverse});
+  });
+}
+
 /// Files this family's kernels under Exec::backend.
 template <class Exec> void install_sort_kernels() {
+  namespace cd = primitives::cumulative_detail;
   runtime::set_kernel(primitives::sort_detail::sort_p(), Exec::backend, &sort_kernel<Exec>);
+  runtime::set_kernel(cd::cumprod_p(), Exec::backend, &cumulative_kernel<Exec, cd::Prod>);
+  runtime::set_kernel(cd::cummax_p(), Exec::backend, &cumulative_kernel<Exec, cd::Max>);
+  runtime::set_kernel(cd::cummin_p(), Exec::backend, &cumulative_kernel<Exec, cd::Min>);
+  runtime::set_kernel(cd::cumlogsumexp_p(), Exec::backend, &cumulative_kernel<Exec, cd::LogAddExp>);
 }
 
 }  // namespace fluxion::cuda
