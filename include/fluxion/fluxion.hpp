@@ -28,6 +28,7 @@
 #include "fluxion/linalg_spectral.hpp"
 #include "fluxion/random.hpp"
 #include "fluxion/sort.hpp"
+#include "fluxion/einsum.hpp"
 #include "fluxion/scatter.hpp"
 #include "fluxion/convolution.hpp"
 
