@@ -186,7 +186,7 @@ void sort_kernel(const std::vector<Tensor>& in, const Params& params, std::vecto
 
 /// t reordered along `axis` by `perm` (t's shape, integer): out[..., j, ...] = t[..., perm[..., j, ...], ...].
 /// One gather of the flattened t at flat offsets, so it is linear in t with scatter_add as transpose.
-Tensor take_along_axis(const Tensor& t, const Tensor& perm, int64_t axis) {
+Tensor permute_along_axis(const Tensor& t, const Tensor& perm, int64_t axis) {
   const Shape& s = t.shape();
   int64_t stride = 1;
   for (int64_t d = axis + 1; d < t.ndim(); ++d) stride *= s[d];
@@ -216,7 +216,7 @@ void sort_jvp(const Primitive& self, const std::vector<Tensor>& primals, const s
   primals_out.pop_back();
   for (size_t i = 0; i < primals.size(); ++i)
     if (tangents[i].defined() && is_floating(primals[i].dtype()))
-      tangents_out[i] = take_along_axis(tangents[i], perm, p.axis);
+      tangents_out[i] = permute_along_axis(tangents[i], perm, p.axis);
 }
 
 // Every operand batched at the front (unmapped ones broadcast: operands share one shape).
