@@ -205,7 +205,7 @@ TEST_CASE("scalar functor names: every elementwise primitive has one, declared i
     CHECK(arity >= 1);
     CHECK(arity <= 3);
   }
-  CHECK(named == 39);  // 20 unary, 17 binary, select, convert_element_type
+  CHECK(named == 40);  // 20 unary, 17 binary, select, convert_element_type, erf_inv
   CHECK(fx::cuda::scalar_type_name(fx::i64) == std::string("long long"));
   // The text is the compiled one, FLUXION_HD unexpanded (jit defines it for NVRTC).
   CHECK(source.find("FLUXION_HD static") != std::string::npos);

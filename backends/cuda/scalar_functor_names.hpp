@@ -7,6 +7,7 @@
 #include "fluxion/primitive.hpp"
 #include "primitives/binary.hpp"
 #include "primitives/conversion.hpp"
+#include "primitives/random.hpp"
 #include "primitives/unary.hpp"
 
 namespace fluxion::cuda {
@@ -65,6 +66,7 @@ inline const FunctorName* functor_table(int& size) {
       {&b::logical_or_p, "fluxion::scalar_functions::LogicalOr", 2},
       {&c::select_p, "fluxion::scalar_functions::Select", 3},
       {&c::convert_element_type_p, "fluxion::scalar_functions::ConvertElementType", 1},
+      {&primitives::random_detail::erf_inv_p, "fluxion::scalar_functions::ErfInv", 1},
   };
   size = static_cast<int>(sizeof(table) / sizeof(table[0]));
   return table;
