@@ -35,7 +35,7 @@ SolveDims solve_dims(const Shape& a, const Shape& b) {
   return {batch, a[r - 1], b[r - 1]};
 }
 
-[[noreturn]] void fail_singular(const AbstractValue& a, int64_t index, int64_t column) {
+std::string matrix_location(const AbstractValue& a, int64_t index) {
   std::ostringstream where;
   if (a.ndim() > 2) {
     // One batch dim: "batch index 3"; several: "batch index (1,2)".
@@ -47,11 +47,15 @@ SolveDims solve_dims(const Shape& a, const Shape& b) {
     where << "the matrix at batch index ";
     if (idx.size() == 1) where << idx[0];
     else detail::print_param(where, idx);
-    where << " of ";
+    where << " of " << a;
   } else {
-    where << "the matrix ";
+    where << "the matrix " << a;
   }
-  detail::fail<Error>("linalg_solve", where.str(), a, " is singular (zero pivot in column ", column,
+  return where.str();
+}
+
+[[noreturn]] void fail_singular(const AbstractValue& a, int64_t index, int64_t column) {
+  detail::fail<Error>("linalg_solve", matrix_location(a, index), " is singular (zero pivot in column ", column,
                       " of its LU factorization), so a x = b has no unique solution. Check it for linearly "
                       "dependent rows or columns, or regularize it (add a small multiple of the identity).");
 }

@@ -31,6 +31,7 @@
 #include "fluxion/ops.hpp"
 #include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
+#include "primitives/linalg.hpp"
 #include "primitives/linalg_spectral.hpp"
 #include "primitives/registry.hpp"
 #include "transforms/batching.hpp"
@@ -83,21 +84,7 @@ std::vector<AbstractValue> svd_shape_rule(const Primitive& self, const std::vect
 // ---- kernels ----
 
 [[noreturn]] void fail_no_convergence(const char* op, const AbstractValue& a, int64_t index) {
-  std::ostringstream where;
-  if (a.ndim() > 2) {
-    std::vector<int64_t> idx(static_cast<size_t>(a.ndim() - 2));
-    for (size_t d = idx.size(); d-- > 0;) {
-      idx[d] = index % a.shape[static_cast<int64_t>(d)];
-      index /= a.shape[static_cast<int64_t>(d)];
-    }
-    where << "the matrix at batch index ";
-    if (idx.size() == 1) where << idx[0];
-    else detail::print_param(where, idx);
-    where << " of ";
-  } else {
-    where << "the matrix ";
-  }
-  detail::fail<Error>(op, "the solver did not converge on ", where.str(), a,
+  detail::fail<Error>(op, "the solver did not converge on ", linalg_detail::matrix_location(a, index),
                       ". Check it for entries of wildly different magnitudes, or rescale it.");
 }
 

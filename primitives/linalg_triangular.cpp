@@ -24,24 +24,6 @@
 namespace fluxion::primitives {
 namespace triangular_detail {
 
-std::string matrix_location(const AbstractValue& a, int64_t index) {
-  std::ostringstream where;
-  if (a.ndim() > 2) {
-    std::vector<int64_t> idx(static_cast<size_t>(a.ndim() - 2));
-    for (size_t d = idx.size(); d-- > 0;) {
-      idx[d] = index % a.shape[static_cast<int64_t>(d)];
-      index /= a.shape[static_cast<int64_t>(d)];
-    }
-    where << "the matrix at batch index ";
-    if (idx.size() == 1) where << idx[0];
-    else detail::print_param(where, idx);
-    where << " of " << a;
-  } else {
-    where << "the matrix " << a;
-  }
-  return where.str();
-}
-
 void fail_zero_diagonal(const AbstractValue& a, int64_t index, int64_t row) {
   detail::fail<Error>("triangular_solve", matrix_location(a, index), " has a zero on its diagonal (row ", row,
                       "), so the triangular system has no unique solution. Check the factor (a failed or "

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "fluxion/primitive.hpp"
+#include "primitives/linalg.hpp"
 
 namespace fluxion::primitives::triangular_detail {
 
@@ -41,8 +42,7 @@ const Primitive& cholesky_p();
 [[noreturn]] void fail_not_positive_definite(const AbstractValue& a, int64_t index);
 
 // Helpers of the rules, shared by both primitives.
-/// "the matrix at batch index 3 of f64[4,2,2]" (several batch dims: "(1,2)"), or "the matrix f64[2,2]".
-std::string matrix_location(const AbstractValue& a, int64_t index);
+using linalg_detail::matrix_location;  // "the matrix at batch index 3 of f64[4,2,2]"
 /// `like`'s shape (B..., n, n) filled per matrix with 1 on the strict lower (or upper) triangle,
 /// `diagonal_value` on the diagonal when with_diagonal, 0 elsewhere; `like`'s dtype and device.
 Tensor triangle_mask(const Tensor& like, bool lower, bool with_diagonal, double diagonal_value = 1.0);

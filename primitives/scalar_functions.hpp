@@ -300,7 +300,7 @@ FLUXION_HD inline float erf_inv_scalar(float x) {
                         -0.0076224613f,   0.00943887047f,  1.00167406f,    2.83297682f};
     p = erf_inv_horner(c, fx_sqrt(w) - 3.0f);
   }
-  return fx_fabs(x) == 1.0f ? x / 0.0f : p * x;
+  return fx_fabs(x) == 1.0f ? x * fx_exp(1000.0f) : p * x;  // ±inf: exp overflows (no macros here)
 }
 FLUXION_HD inline double erf_inv_scalar(double x) {
   const double w = -xla_log1p(-x * x);
@@ -331,7 +331,7 @@ FLUXION_HD inline double erf_inv_scalar(double x) {
                           1.0103004648645343977,      4.8499064014085844221};
     p = erf_inv_horner(c, fx_sqrt(w) - 5.0);
   }
-  return fx_fabs(x) == 1.0 ? x / 0.0 : p * x;
+  return fx_fabs(x) == 1.0 ? x * fx_exp(1000.0) : p * x;  // ±inf: exp overflows
 }
 
 struct ErfInv {  // XLA's erf_inv (above): ±1 -> ±inf, |x| > 1 -> NaN
