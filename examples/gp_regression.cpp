@@ -1,5 +1,6 @@
 // Gaussian-process regression: fit the hyperparameters of an RBF kernel by gradient descent on the
-// negative log marginal likelihood, computed with fx::linalg::cholesky and triangular solves.
+// negative log marginal likelihood, computed with fx::linalg::cholesky and triangular solves (its log-determinant
+// checked against fx::linalg::slogdet).
 //
 //   K = s² exp(-(xᵢ - xⱼ)² / (2 ℓ²)) + σ² I,  L = cholesky(K),  z = L⁻¹ y
 //   NLL(θ) = ½ zᵀz + Σ log Lᵢᵢ + (n/2) log 2π,   θ = (log ℓ, log s², log σ²)
@@ -114,7 +115,18 @@ int main() {
   fx::Tensor p = fx::exp(theta);
   fx::Tensor l_ = fx::reshape(fx::slice(p, {0}, {1}), {}), s_ = fx::reshape(fx::slice(p, {1}, {2}), {});
   fx::Tensor k = rbf(x, x, l_, s_) + fx::reshape(fx::slice(p, {2}, {3}), {}) * fx::eye(n);
-  fx::Tensor alpha = fx::linalg::cho_solve(fx::linalg::cholesky(k), y);
+  fx::Tensor chol = fx::linalg::cholesky(k);
+  fx::Tensor alpha = fx::linalg::cho_solve(chol, y);
+  // log det K through the Cholesky diagonal (what the NLL uses) against fx::linalg::slogdet (an LU).
+  auto [sign, log_abs_det] = fx::linalg::slogdet(k);
+  const double by_cholesky = 2 * fx::sum(fx::log(fx::sum(chol * fx::eye(n), {1}))).item<double>();
+  std::printf("log det K: %.10f by Cholesky, %.10f by slogdet (sign %+.0f)\n", by_cholesky, log_abs_det.item<double>(),
+              sign.item<double>());
+  if (!(std::fabs(by_cholesky - log_abs_det.item<double>()) <= 1e-9 * std::fabs(by_cholesky)) ||
+      sign.item<double>() != 1.0) {
+    std::printf("FAILED: the two log-determinants disagree\n");
+    return 1;
+  }
   fx::Tensor xs = fx::tensor({-2.0, 0.0, 2.0});
   std::vector<double> mean = fx::matmul(rbf(xs, x, l_, s_), alpha).to_vector<double>();
   for (int i = 0; i < 3; ++i) {
