@@ -22,13 +22,7 @@ namespace {
 
 std::vector<double> vals(const fx::Tensor& t) { return t.to_vector<double>(); }
 
-double max_diff(const fx::Tensor& got, const fx::Tensor& want) {
-  REQUIRE(got.shape() == want.shape());
-  double m = 0;
-  std::vector<double> g = vals(got), w = vals(want);
-  for (size_t i = 0; i < g.size(); ++i) m = std::max(m, std::fabs(g[i] - w[i]));
-  return m;
-}
+using fluxion::testing::max_diff;
 
 fx::Tensor random(std::vector<int64_t> shape, uint64_t seed, fx::DType dt = fx::f64) {
   return fx::testing::random_tensor(fx::Shape(shape), dt, seed, -1, 1);

@@ -19,13 +19,7 @@ using fluxion::testing::message_of;
 
 namespace {
 
-double max_diff(const fx::Tensor& got, const fx::Tensor& want) {
-  REQUIRE(got.shape() == want.shape());
-  double m = 0;
-  std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (size_t i = 0; i < g.size(); ++i) m = std::max(m, std::fabs(g[i] - w[i]));
-  return m;
-}
+using fluxion::testing::max_diff;
 
 // The definition: out[output labels] = sum over all other labels of the product of the operands'
 // elements, by a loop over every assignment of every label (letters only, explicit output).

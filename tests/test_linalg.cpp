@@ -21,14 +21,7 @@ namespace {
 
 std::vector<double> vals(const fx::Tensor& t) { return t.to_vector<double>(); }
 
-// Largest |got - want| over the elements (equal shapes required).
-double max_diff(const fx::Tensor& got, const fx::Tensor& want) {
-  REQUIRE(got.shape() == want.shape());
-  double m = 0;
-  std::vector<double> g = vals(got), w = vals(want);
-  for (size_t i = 0; i < g.size(); ++i) m = std::max(m, std::fabs(g[i] - w[i]));
-  return m;
-}
+using fluxion::testing::max_diff;
 
 // Random (batch..., n, n) in [-1, 1) plus (n + 1) I: diagonally dominant, well conditioned.
 fx::Tensor well_conditioned(std::vector<int64_t> shape, uint64_t seed, fx::DType dt = fx::f64) {

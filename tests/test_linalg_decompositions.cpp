@@ -11,6 +11,7 @@
 #include <fluxion/fluxion.hpp>
 
 #include "sample_eval.hpp"
+#include "test_util.hpp"
 
 namespace fx = fluxion;
 
@@ -18,13 +19,7 @@ namespace {
 
 std::vector<double> vals(const fx::Tensor& t) { return fx::astype(t, fx::f64).to_vector<double>(); }
 
-double max_diff(const fx::Tensor& got, const fx::Tensor& want) {
-  REQUIRE(got.shape() == want.shape());
-  double m = 0;
-  std::vector<double> g = vals(got), w = vals(want);
-  for (size_t i = 0; i < g.size(); ++i) m = std::max(m, std::fabs(g[i] - w[i]));
-  return m;
-}
+using fluxion::testing::max_diff;
 
 fx::Tensor random(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) {
   return fx::testing::random_tensor(fx::Shape(shape), fx::f64, seed, lo, hi);

@@ -26,13 +26,7 @@ fx::Tensor vec(std::vector<double> v) {
   const int64_t n = static_cast<int64_t>(v.size());
   return fx::from_vector(std::move(v), {n});
 }
-double max_diff(const fx::Tensor& got, const fx::Tensor& want) {
-  REQUIRE(got.shape() == want.shape());
-  double m = 0;
-  std::vector<double> g = vals(got), w = vals(want);
-  for (size_t i = 0; i < g.size(); ++i) m = std::max(m, std::fabs(g[i] - w[i]));
-  return m;
-}
+using fluxion::testing::max_diff;
 // `message == has("part")`: the message contains part.
 struct Has {
   std::string part;
