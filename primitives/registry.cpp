@@ -25,6 +25,7 @@ const std::vector<const Primitive*>& all_primitives() {
     primitives::register_sort(l);
     primitives::register_scatter(l);
     primitives::register_convolution(l);
+    primitives::register_collectives(l);
     return l;
   }();
   return list;

@@ -27,4 +27,5 @@ void register_sort(std::vector<const Primitive*>& list);    // sort, argsort, to
 void register_scatter(
     std::vector<const Primitive*>& list);  // general gather/scatter, take/put_along_axis, segment_sum, einsum
 void register_convolution(std::vector<const Primitive*>& list);  // conv_general_dilated, conv, conv_transpose
+void register_collectives(std::vector<const Primitive*>& list);  // all_sum, all_gather, ... over named axes
 }  // namespace fluxion::primitives

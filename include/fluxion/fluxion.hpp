@@ -31,6 +31,9 @@
 #include "fluxion/einsum.hpp"
 #include "fluxion/scatter.hpp"
 #include "fluxion/convolution.hpp"
+#include "fluxion/collectives.hpp"
+#include "fluxion/distributed.hpp"
+#include "fluxion/data_parallel.hpp"
 
 #ifdef FLUXION_IMPLEMENTATION
 #include "fluxion/implementation.hpp"

@@ -1,0 +1,2 @@
+/// Data-parallel and sharded (FSDP-style) training helpers built from the collective primitives.
+#pragma once

@@ -1,0 +1,1 @@
+// fx::distributed data-parallel training helpers (flat gradient buckets, the sharded mode).
