@@ -55,6 +55,13 @@ class PrimitiveBuilder {
     p_.callee_transparent = transparent;
     return *this;
   }
+  /// Collectives: the axis name of the params, the rule under the vmap binding it, and the trait.
+  PrimitiveBuilder& collective(AxisNameRule name, CollectiveBatchRule rule) {
+    p_.axis_name = name;
+    p_.collective_batch = rule;
+    p_.traits.collective = true;
+    return *this;
+  }
   /// Why some rule is intentionally absent (read by the rule-coverage test).
   PrimitiveBuilder& missing_rule(std::string reason) { return p_.missing_rule_reason = std::move(reason), *this; }
 

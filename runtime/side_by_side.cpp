@@ -77,7 +77,9 @@ void plan_side_by_side(const Jaxpr& j, Plan& plan, StepUses& uses, const Lowerin
     new_in_place.push_back(in_place[s]);
   };
   auto eligible = [&](size_t s) {
-    return plan.steps[s].type == Step::kernel && kernel_work(j, *plan.steps[s].eqn, lowering) >= kSideMinWork;
+    // Collectives run in program order, alone: every rank must call them in the same order.
+    return plan.steps[s].type == Step::kernel && !plan.steps[s].eqn->primitive->traits.collective &&
+           kernel_work(j, *plan.steps[s].eqn, lowering) >= kSideMinWork;
   };
   auto is_view = [&](size_t s) {
     const Step& st = plan.steps[s];

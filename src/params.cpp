@@ -25,6 +25,7 @@ void print_param(std::ostream& os, const std::vector<int64_t>& v) {
   if (v.size() == 1) os << ',';
   os << ')';
 }
+void print_param(std::ostream& os, const std::string& v) { os << "'" << v << "'"; }
 void print_param(std::ostream& os, const AxisPair& v) {
   os << '(';
   print_param(os, v.first);
@@ -43,6 +44,7 @@ size_t hash_param(const std::vector<int64_t>& v) {
   return h;
 }
 size_t hash_param(const Shape& v) { return hash_param(v.dims()); }
+size_t hash_param(const std::string& v) { return std::hash<std::string>{}(v); }
 size_t hash_param(const AxisPair& v) { return hash_combine(hash_param(v.first), hash_param(v.second)); }
 
 }  // namespace detail

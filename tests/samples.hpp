@@ -19,6 +19,10 @@ struct Sample {
   std::vector<AbstractValue> expected;
   /// False where finite differences cannot check derivatives (e.g. an f32 result of f64 inputs).
   bool differentiable = true;
+  /// True for collectives (tests/samples_collectives.cpp): `fn` runs the primitive inside
+  /// fx::vmap(..., fx::axis_name), so staged it holds the batched equations, not the primitive. Suites that
+  /// compare one staged equation's kernels across backends skip such samples.
+  bool collective_form = false;
 };
 
 /// A call that must throw: `run` calls the op with bad input; the harness checks the exception's

@@ -18,6 +18,23 @@ BatchTracer::BatchTracer(Tensor value, int64_t batch_dim, std::shared_ptr<Interp
       value_(std::move(value)),
       batch_dim_(batch_dim) {}
 
+namespace batching_detail {
+// The axis name of the BatchInterpreter whose batching rule runs on this thread now (nullptr when
+// none): interpreters that rule makes for sub-Jaxprs map the same axis.
+thread_local const std::string* rule_axis_name = nullptr;
+
+struct RuleAxisScope {
+  const std::string* previous;
+  explicit RuleAxisScope(const std::string* name) : previous(rule_axis_name) { rule_axis_name = name; }
+  ~RuleAxisScope() { rule_axis_name = previous; }
+};
+}  // namespace batching_detail
+
+BatchInterpreter::BatchInterpreter(int64_t axis_size, const char* transform)
+    : Interpreter(transform),
+      axis_size_(axis_size),
+      axis_name_(batching_detail::rule_axis_name ? *batching_detail::rule_axis_name : std::string()) {}
+
 Tensor BatchInterpreter::lift(const Tensor& value, int64_t batch_dim) {
   return Tensor(std::make_shared<BatchTracer>(value, batch_dim, tag()));
 }
@@ -45,11 +62,22 @@ FLUXION_REPL_INLINE std::vector<Tensor> BatchInterpreter::process(const Primitiv
     dims.push_back(d);
   }
   InterpreterScope parent_scope(*parent());
-  if (!any_mapped) return fluxion::bind(p, values, params);
+  // A collective over this vmap's axis name communicates across the batch axis, mapped or not.
+  const bool named_here = p.axis_name && !axis_name_.empty() && p.axis_name(params) == axis_name_;
+  if (!any_mapped && !named_here) return fluxion::bind(p, values, params);
   if (!p.batch) detail::fail<NotImplementedError>(tag()->transform, "no batching rule for primitive '", p.name, "'.");
   std::vector<Tensor> out;
   std::vector<int64_t> out_dims;
-  p.batch(p, values, dims, params, out, out_dims);
+  {
+    batching_detail::RuleAxisScope rule_axis(&axis_name_);
+    if (named_here) {
+      // The rule writes array work in place of the primitive: validate the member's operands first.
+      std::vector<AbstractValue> member_avals;
+      for (const Tensor& t : inputs) member_avals.push_back(t.aval());
+      p.abstract_eval(member_avals, params);
+      p.collective_batch(p, values, dims, axis_size_, params, out, out_dims);
+    } else p.batch(p, values, dims, params, out, out_dims);
+  }
   std::vector<Tensor> result;
   result.reserve(out.size());
   for (size_t i = 0; i < out.size(); ++i)
@@ -81,6 +109,12 @@ int64_t batch_size(const std::vector<Tensor>& values, const std::vector<int64_t>
   for (size_t i = 0; i < values.size(); ++i)
     if (dims[i] != kNotMapped) return values[i].shape()[dims[i]];
   return 0;
+}
+
+int64_t named_axis_size(const std::string& name) {
+  for (Interpreter* i = &current_interpreter(); i; i = i->parent())
+    if (const auto* b = dynamic_cast<const BatchInterpreter*>(i); b && b->axis_name() == name) return b->axis_size();
+  return -1;
 }
 
 }  // namespace batching

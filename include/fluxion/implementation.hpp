@@ -85,6 +85,7 @@
 #include "primitives/convolution.cpp"
 #include "src/ops_convolution.cpp"
 #include "primitives/collectives.cpp"
+#include "primitives/collectives_kernels.cpp"
 #include "src/distributed.cpp"
 #include "src/data_parallel.cpp"
 #include "src/ops.cpp"

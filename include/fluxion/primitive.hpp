@@ -57,6 +57,7 @@ void print_param(std::ostream& os, DType v);
 void print_param(std::ostream& os, const Shape& v);
 void print_param(std::ostream& os, const std::vector<int64_t>& v);
 void print_param(std::ostream& os, const AxisPair& v);
+void print_param(std::ostream& os, const std::string& v);  // quoted: axis_name='batch'
 size_t hash_param(int64_t v);
 size_t hash_param(bool v);
 size_t hash_param(double v);
@@ -64,6 +65,7 @@ size_t hash_param(DType v);
 size_t hash_param(const Shape& v);
 size_t hash_param(const std::vector<int64_t>& v);
 size_t hash_param(const AxisPair& v);
+size_t hash_param(const std::string& v);
 inline size_t hash_combine(size_t seed, size_t h) {
   return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
@@ -104,6 +106,7 @@ struct Traits {
   bool linear = false;       // linear in every floating input (transpose rule exists)
   bool commutative = false;  // binary and symmetric in its two inputs
   bool view = false;         // output 0 is input 0's bytes reinterpreted: eager makes a view, no kernel
+  bool collective = false;   // talks to other processes: runs alone and in program order on every rank
 };
 
 /// Computes output avals from input avals and params; the only place output avals are computed.
@@ -135,6 +138,16 @@ inline constexpr int64_t kNotMapped = -1;
 using BatchRule = void (*)(const Primitive& self, const std::vector<Tensor>& values, const std::vector<int64_t>& dims,
                            const Params& params, std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
 
+/// Collectives (all_sum, all_gather, ...): the axis name in `params` that the primitive communicates over.
+using AxisNameRule = const std::string& (*)(const Params& params);
+/// A collective's rule under the vmap that binds its axis name (fx::axis_name): the batch axis is the
+/// named axis, so the collective becomes ordinary array work across it (all_sum: a sum over the batch
+/// axis). Runs even when no input is mapped (all_sum of a shared value is axis_size times it;
+/// axis_index, with no inputs, is an iota). `dims` and `out_dims` as in BatchRule.
+using CollectiveBatchRule = void (*)(const Primitive& self, const std::vector<Tensor>& values,
+                                     const std::vector<int64_t>& dims, int64_t axis_size, const Params& params,
+                                     std::vector<Tensor>& out, std::vector<int64_t>& out_dims);
+
 class StageInterpreter;
 
 /// Partial-evaluation rule (linearize's staging with known values): `known[i]` says inputs[i] is
@@ -163,6 +176,10 @@ class Primitive {
   PartialEvalRule partial_eval = nullptr;
   /// Call-like primitives: the sub-Jaxpr; executed plans splice it into the caller.
   CalleeRule callee = nullptr;
+  /// Collectives: their axis name and their rule under the vmap that binds it. Under a vmap of
+  /// another name (or none), `batch` applies as for any primitive.
+  AxisNameRule axis_name = nullptr;
+  CollectiveBatchRule collective_batch = nullptr;
   /// True when the primitive's rules are those of its sub-Jaxpr (jit_call), so passes may inline
   /// it before any transform; false when it carries rules of its own (custom rules, checkpoint).
   bool callee_transparent = false;

@@ -533,9 +533,17 @@ Tensor vmap_output(const BatchInterpreter& interp, const Tensor& out, int64_t si
                    size_t leaf);
 }  // namespace transform_detail
 
+/// Names vmap's mapped axis, so that collectives inside f over that name (fx::all_sum(x, "batch"))
+/// act across it, as JAX's vmap(axis_name=...). The same f then runs over processes unchanged, with
+/// the name registered for a process group (fx::distributed).
+struct AxisName {
+  std::string name;
+};
+inline AxisName axis_name(std::string name) { return AxisName{std::move(name)}; }
+
 /// Vectorising map: f over the mapped axis of its arguments, as one batched computation.
-template <class F> auto vmap(F f, InAxes in = {}, OutAxes out = {}) {
-  return [f, in, out](const auto&... args) {
+template <class F> auto vmap(F f, InAxes in = {}, OutAxes out = {}, AxisName name = {}) {
+  return [f, in, out, name](const auto&... args) {
     constexpr size_t n = sizeof...(args);
     std::vector<AxisTree> entries = in.entries;
     if (entries.empty()) entries.assign(n, AxisTree{});
@@ -549,7 +557,7 @@ template <class F> auto vmap(F f, InAxes in = {}, OutAxes out = {}) {
       ((transform_detail::leaf_axes(args, entries[i], axes[i], "in_axes", i, ""), ++i), ...);
     }
     int64_t size = transform_detail::vmap_batch_size(leaves_per_arg, axes);
-    BatchInterpreter interp(size, "vmap");
+    BatchInterpreter interp(size, name.name, "vmap");
     auto lift_arg = [&](const auto& arg, size_t i) {
       using A = std::decay_t<decltype(arg)>;
       if constexpr (is_pytree_v<A>) {
@@ -581,6 +589,10 @@ template <class F> auto vmap(F f, InAxes in = {}, OutAxes out = {}) {
     auto it = outs.cbegin();
     return PyTree<Out>::rebuild(*result, it);
   };
+}
+template <class F> auto vmap(F f, AxisName name) { return vmap(std::move(f), InAxes{}, OutAxes{}, std::move(name)); }
+template <class F> auto vmap(F f, InAxes in, AxisName name) {
+  return vmap(std::move(f), std::move(in), OutAxes{}, std::move(name));
 }
 
 // ---------------------------------------------------------------- Jacobians

@@ -14,6 +14,7 @@
 #include "backends/cuda/kernels/sort.hpp"
 #include "backends/cuda/kernels/scatter.hpp"
 #include "backends/cuda/kernels/convolution.hpp"
+#include "backends/cuda/kernels/collectives.hpp"
 
 namespace fluxion::cuda {
 
@@ -30,6 +31,7 @@ template <class Exec> void install_kernel_table() {
   install_sort_kernels<Exec>();
   install_scatter_kernels<Exec>();
   install_convolution_kernels<Exec>();
+  install_collectives_kernels<Exec>();
 }
 
 }  // namespace fluxion::cuda

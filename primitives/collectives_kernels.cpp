@@ -1,0 +1,186 @@
+// The collectives' kernels, one per collective and the same on every backend: the operand is laid out as
+// one contiguous member-major buffer, the transport of the axis name's process group moves it, and the
+// result is laid out back. Only all_gather, reduce_scatter and all_to_all with a non-leading axis move
+// bytes around (block copies); the others hand the tensors' own storage to the transport.
+#include <algorithm>
+#include <cstring>
+
+#include "backends/distributed/transport.hpp"
+#include "fluxion/cuda.hpp"
+#include "primitives/collectives.hpp"
+
+namespace fluxion::primitives::collectives_detail {
+
+using distributed_detail::CollectiveCall;
+using distributed_detail::CollectiveKind;
+using distributed_detail::ReduceOp;
+using distributed_detail::Transport;
+
+// [outer, blocks, inner] <-> [blocks, outer, inner] for a buffer of `bytes_per_element`-sized elements, on
+// the host or on a device (block copies through cuda::memory::copy).
+struct BlockLayout {
+  int64_t outer = 1, blocks = 1, inner = 1;  // inner in elements
+};
+
+void copy_bytes(void* dst, const void* src, int64_t nbytes, Device device) {
+  if (nbytes <= 0) return;
+  if (device.is_cuda()) cuda::memory::copy(dst, device, src, device, nbytes);
+  else std::memcpy(dst, src, static_cast<size_t>(nbytes));
+}
+
+void reorder_blocks(void* dst, const void* src, const BlockLayout& l, int64_t element_bytes, bool to_block_major,
+                    Device device) {
+  const int64_t chunk = l.inner * element_bytes;
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t b = 0; b < l.blocks; ++b) {
+      const int64_t outer_major = (o * l.blocks + b) * chunk, block_major = (b * l.outer + o) * chunk;
+      if (to_block_major) copy_bytes(d + block_major, s + outer_major, chunk, device);
+      else copy_bytes(d + outer_major, s + block_major, chunk, device);
+    }
+}
+
+// Layout of `shape` split at `axis` into `blocks` equal blocks: [prod(shape[:axis]), blocks, rest].
+BlockLayout layout_at(const Shape& shape, int64_t axis, int64_t blocks) {
+  BlockLayout l;
+  l.blocks = blocks;
+  for (int64_t d = 0; d < axis; ++d) l.outer *= shape[d];
+  const int64_t total = shape.num_elements();
+  l.inner = l.outer * blocks == 0 ? 0 : total / (l.outer * blocks);
+  return l;
+}
+
+void* raw(const Tensor& t) { return t.array("collective").data(); }
+int64_t nbytes(const Tensor& t) { return t.size() * dtype_size(t.dtype()); }
+
+// A buffer of `elements` elements on `device`, freed at scope exit: the packed side of a reordered collective.
+class Scratch {
+ public:
+  Scratch(int64_t elements, DType dtype, Device device)
+      : tensor_(empty(AbstractValue{Shape({elements}), dtype}, device)) {}
+  void* data() { return raw(tensor_); }
+
+ private:
+  Tensor tensor_;
+};
+
+Transport& transport_checked(const std::string& name, int64_t axis_size, const char* op) {
+  Transport& t = distributed_detail::transport_for_axis(name, op);
+  if (axis_size > 0 && t.size() != axis_size)
+    detail::fail<Error>(op, "axis '", name, "' had ", axis_size, " members when the program was traced, but ",
+                        t.describe(), " has ", t.size(), ". Trace (or jit) the function again for this group.");
+  return t;
+}
+
+CollectiveCall call_of(const char* op, CollectiveKind kind, const Tensor& x, Tensor& out) {
+  CollectiveCall c;
+  c.op = op;
+  c.kind = kind;
+  c.dtype = x.dtype();
+  c.shape = x.shape().dims();
+  c.send = raw(x);
+  c.recv = raw(out);
+  c.send_count = x.size();
+  c.recv_count = out.size();
+  c.device = x.device();
+  return c;
+}
+
+template <CollectiveOp Op>
+void collective_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  if constexpr (Op == CollectiveOp::index) {
+    const auto& p = params.as<NamedAxisParams>();
+    const int32_t r = transport_checked(p.axis_name, p.axis_size, "axis_index").rank();
+    cuda::memory::copy(raw(out[0]), out[0].device(), &r, Device::cpu(), sizeof r);
+  } else if constexpr (Op == CollectiveOp::pvary) {
+    copy_bytes(raw(out[0]), raw(in[0]), nbytes(in[0]), in[0].device());
+  } else if constexpr (Op == CollectiveOp::sum || Op == CollectiveOp::mean || Op == CollectiveOp::max ||
+                       Op == CollectiveOp::min) {
+    const auto& p = params.as<NamedAxisParams>();
+    const char* op = Op == CollectiveOp::sum    ? "all_sum"
+                     : Op == CollectiveOp::mean ? "all_mean"
+                     : Op == CollectiveOp::max  ? "all_max"
+                                                : "all_min";
+    Transport& t = transport_checked(p.axis_name, p.axis_size, op);
+    CollectiveCall c = call_of(op, CollectiveKind::all_reduce, in[0], out[0]);
+    c.reduce = Op == CollectiveOp::max ? ReduceOp::max : Op == CollectiveOp::min ? ReduceOp::min : ReduceOp::sum;
+    t.run(c);
+    if constexpr (Op == CollectiveOp::mean) {
+      // The mean of the sum: on the host here; a device tensor is divided by the div kernel of its device.
+      const Tensor& y = out[0];
+      if (y.device().is_cuda()) {
+        Tensor n = empty(AbstractValue{Shape{}, y.dtype()}, y.device());
+        const double size = static_cast<double>(t.size());
+        const float size32 = static_cast<float>(size);
+        cuda::memory::copy(raw(n), y.device(), y.dtype() == f32 ? static_cast<const void*>(&size32) : &size,
+                           Device::cpu(), dtype_size(y.dtype()));
+        Tensor q = eval_primitive(*find_primitive("div"), {y, n}, no_params(), Backend::cuda)[0];
+        copy_bytes(raw(y), raw(q), nbytes(y), y.device());
+      } else if (y.dtype() == f32) {
+        float* v = y.mutable_data<float>();
+        for (int64_t i = 0; i < y.size(); ++i) v[i] = v[i] / static_cast<float>(t.size());
+      } else {
+        double* v = y.mutable_data<double>();
+        for (int64_t i = 0; i < y.size(); ++i) v[i] = v[i] / static_cast<double>(t.size());
+      }
+    }
+  } else if constexpr (Op == CollectiveOp::broadcast) {
+    const auto& p = params.as<BroadcastParams>();
+    Transport& t = transport_checked(p.axis_name, p.axis_size, "broadcast");
+    CollectiveCall c = call_of("broadcast", CollectiveKind::broadcast, in[0], out[0]);
+    c.root = p.root;
+    t.run(c);
+  } else if constexpr (Op == CollectiveOp::gather || Op == CollectiveOp::scatter) {
+    const auto& p = params.as<GatherParams>();
+    const bool gather = Op == CollectiveOp::gather;
+    const char* op = gather ? "all_gather" : "reduce_scatter";
+    Transport& t = transport_checked(p.axis_name, p.axis_size, op);
+    const int64_t n = t.size(), bytes = dtype_size(in[0].dtype());
+    // The member-major side: all_gather receives [n, x], reduce_scatter sends [n, out].
+    const Shape& spread = gather ? out[0].shape() : in[0].shape();
+    const BlockLayout l = layout_at(spread, p.axis, n);
+    CollectiveCall c = call_of(op, gather ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter, in[0], out[0]);
+    if (l.outer == 1) return t.run(c);
+    Scratch packed(gather ? out[0].size() : in[0].size(), in[0].dtype(), in[0].device());
+    if (gather) {
+      c.recv = packed.data();
+      t.run(c);
+      reorder_blocks(raw(out[0]), packed.data(), l, bytes, false, in[0].device());
+    } else {
+      reorder_blocks(packed.data(), raw(in[0]), l, bytes, true, in[0].device());
+      c.send = packed.data();
+      t.run(c);
+    }
+  } else if constexpr (Op == CollectiveOp::to_all) {
+    const auto& p = params.as<AllToAllParams>();
+    Transport& t = transport_checked(p.axis_name, p.axis_size, "all_to_all");
+    const int64_t n = t.size(), bytes = dtype_size(in[0].dtype());
+    const BlockLayout split = layout_at(in[0].shape(), p.split_axis, n);
+    const BlockLayout concat = layout_at(out[0].shape(), p.concat_axis, n);
+    CollectiveCall c = call_of("all_to_all", CollectiveKind::all_to_all, in[0], out[0]);
+    Scratch send(split.outer == 1 ? 0 : in[0].size(), in[0].dtype(), in[0].device());
+    Scratch recv(concat.outer == 1 ? 0 : out[0].size(), in[0].dtype(), in[0].device());
+    if (split.outer != 1) {
+      reorder_blocks(send.data(), raw(in[0]), split, bytes, true, in[0].device());
+      c.send = send.data();
+    }
+    if (concat.outer != 1) c.recv = recv.data();
+    t.run(c);
+    if (concat.outer != 1) reorder_blocks(raw(out[0]), recv.data(), concat, bytes, false, in[0].device());
+  }
+}
+
+template void collective_kernel<CollectiveOp::sum>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::mean>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::max>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::min>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::pvary>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::gather>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::scatter>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::to_all>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::broadcast>(const std::vector<Tensor>&, const Params&,
+                                                         std::vector<Tensor>&);
+template void collective_kernel<CollectiveOp::index>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
+
+}  // namespace fluxion::primitives::collectives_detail
