@@ -246,3 +246,15 @@ TEST_CASE("collectives: errors name the collective and the axis") {
       fx::vmap([](const Tensor& v) { return fx::reduce_scatter(v, "i"); }, fx::axis_name("i"))(fx::ones({3, 4})),
       fx::ShapeError);
 }
+
+TEST_CASE("collectives: OverlappedGradients is an identity whose backward pass reports a missing process group") {
+  fx::distributed::OverlappedGradients sync("nowhere");
+  Tensor w = rand({3}, 70);
+  auto loss = [&](const Tensor& v) { return fx::sum(fx::sin(sync.watch(v))); };
+  close(fx::grad(loss)(w), fx::cos(w));  // the local gradient flows through unchanged
+  CHECK_THROWS_WITH_AS(sync.gradients(0, w), doctest::Contains("axis name 'nowhere' is not bound"), fx::Error);
+  CHECK_THROWS_WITH_AS(sync.gradients(5, w), doctest::Contains("group 5 was not watched"), fx::Error);
+  // Traced backward passes are refused.
+  CHECK_THROWS_WITH_AS(fx::jit(fx::grad(loss))(w),
+                       doctest::Contains("[OverlappedGradients] the backward pass is being traced"), fx::Error);
+}
