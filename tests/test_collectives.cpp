@@ -6,6 +6,7 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "collective_cases.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
 
@@ -40,27 +41,22 @@ using Fn = std::function<Tensor(const Tensor&)>;
 // The global function of all members: rows are members.
 Tensor named(const Fn& f, const Tensor& xs) { return fx::vmap(f, fx::axis_name("i"))(xs); }
 
+// The shared cases over axis "i" with 3 members; `members` is [3, member...].
 struct Case {
   const char* what;
   Fn f;
-  fx::Shape members;  // [n, ...]
-  bool replicated;    // the output is the same on every member (its cotangent is held once)
+  fx::Shape members;
+  bool replicated;
 };
 
 std::vector<Case> cases() {
-  return {
-      {"all_sum", [](const Tensor& x) { return fx::all_sum(fx::sin(x), "i"); }, {3, 4}, true},
-      {"all_mean", [](const Tensor& x) { return fx::all_mean(x * x, "i"); }, {3, 2, 2}, true},
-      {"all_max", [](const Tensor& x) { return fx::all_max(x, "i"); }, {4, 3}, true},
-      {"all_min", [](const Tensor& x) { return fx::all_min(fx::exp(x), "i"); }, {3, 3}, true},
-      {"all_gather stacked", [](const Tensor& x) { return fx::all_gather(x * x, "i", 1); }, {3, 2, 2}, false},
-      {"all_gather tiled", [](const Tensor& x) { return fx::all_gather(x, "i", 0, true); }, {2, 3}, false},
-      {"reduce_scatter", [](const Tensor& x) { return fx::reduce_scatter(fx::sin(x), "i", 1); }, {3, 2, 3}, false},
-      {"reduce_scatter tiled", [](const Tensor& x) { return fx::reduce_scatter(x, "i", 0, true); }, {2, 4, 2}, false},
-      {"all_to_all", [](const Tensor& x) { return fx::all_to_all(x * x, "i", 0, 1); }, {3, 6, 2}, false},
-      {"broadcast", [](const Tensor& x) { return fx::broadcast(fx::sin(x), "i", 1); }, {3, 2}, false},
-      {"axis_index", [](const Tensor& x) { return x * fx::astype(fx::axis_index("i"), fx::f64); }, {3, 2}, false},
-  };
+  std::vector<Case> out;
+  for (const fx::testing::CollectiveCase& c : fx::testing::collective_cases("i", 3)) {
+    std::vector<int64_t> dims = c.member;
+    dims.insert(dims.begin(), 3);
+    out.push_back({c.what, c.f, fx::Shape(dims), c.replicated});
+  }
+  return out;
 }
 
 // <a, b> over every element.
