@@ -254,3 +254,25 @@ TEST_CASE("collectives: OverlappedGradients is an identity whose backward pass r
   CHECK_THROWS_WITH_AS(fx::jit(fx::grad(loss))(w),
                        doctest::Contains("[OverlappedGradients] the backward pass is being traced"), fx::Error);
 }
+
+TEST_CASE("collectives: inside scan and cond bodies under the named vmap") {
+  Tensor xs = rand({3, 4}, 80);  // 3 members, 4 steps each
+  // A running sum over steps of the members' total: the scan's batching rule maps the same named axis.
+  auto running = [](const Tensor& x) {
+    auto step = [](const Tensor& carry, const Tensor& v) {
+      Tensor c = carry + fx::all_sum(v, "i");
+      return std::make_pair(c, c);
+    };
+    return fx::scan(step, fx::zeros({}), x).second;
+  };
+  Tensor got = fx::vmap(running, fx::axis_name("i"))(xs);
+  Tensor want = fx::cumsum(fx::sum(xs, {0}), 0);
+  for (int64_t r = 0; r < 3; ++r) close(row(got, r), want);
+  auto branch = [](const Tensor& x) {
+    return fx::cond(
+        fx::sum(x) > 0.0, [](const Tensor& v) { return fx::all_max(v, "i"); },
+        [](const Tensor& v) { return fx::all_min(v, "i"); }, x);
+  };
+  Tensor b = fx::vmap(branch, fx::axis_name("i"))(xs);
+  for (int64_t r = 0; r < 3; ++r) close(row(b, r), num(fx::sum(row(xs, r))) > 0 ? fx::max(xs, {0}) : fx::min(xs, {0}));
+}
