@@ -283,6 +283,7 @@ bool Sweep::scalarize_operands(Equation& e) const {
 bool Sweep::fold(const Equation& e) {
   const Primitive& p = *e.primitive;
   if (!p.traits.view && !p.kernel(Backend::cpu)) return false;
+  if (p.traits.collective) return false;  // talks to other processes: only when the program runs
   if (&p == &shape_family::broadcast_in_dim_p() && aval(e.inputs[0]).ndim() == 0) return false;
   for (int32_t v : e.outputs)
     if (jaxpr_.avals[v].shape.num_elements() > kMaxFolded) return false;

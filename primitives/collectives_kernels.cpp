@@ -3,9 +3,11 @@
 // result is laid out back. Only all_gather, reduce_scatter and all_to_all with a non-leading axis move
 // bytes around (block copies); the others hand the tensors' own storage to the transport.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "backends/distributed/transport.hpp"
+#include "fluxion/collectives.hpp"
 #include "fluxion/cuda.hpp"
 #include "primitives/collectives.hpp"
 
@@ -73,6 +75,16 @@ Transport& transport_checked(const std::string& name, int64_t axis_size, const c
   return t;
 }
 
+std::atomic<int64_t> stats_calls{0}, stats_bytes{0};
+
+// Runs `c` on `t`, counted in collective_stats().
+void run_counted(Transport& t, const CollectiveCall& c) {
+  t.run(c);
+  stats_calls.fetch_add(1, std::memory_order_relaxed);
+  const bool sends = c.kind != CollectiveKind::broadcast || c.root == t.rank();
+  if (sends) stats_bytes.fetch_add(c.send_count * dtype_size(c.dtype), std::memory_order_relaxed);
+}
+
 CollectiveCall call_of(const char* op, CollectiveKind kind, const Tensor& x, Tensor& out) {
   CollectiveCall c;
   c.op = op;
@@ -105,7 +117,7 @@ void collective_kernel(const std::vector<Tensor>& in, const Params& params, std:
     Transport& t = transport_checked(p.axis_name, p.axis_size, op);
     CollectiveCall c = call_of(op, CollectiveKind::all_reduce, in[0], out[0]);
     c.reduce = Op == CollectiveOp::max ? ReduceOp::max : Op == CollectiveOp::min ? ReduceOp::min : ReduceOp::sum;
-    t.run(c);
+    run_counted(t, c);
     if constexpr (Op == CollectiveOp::mean) {
       // The mean of the sum: on the host here; a device tensor is divided by the div kernel of its device.
       const Tensor& y = out[0];
@@ -130,7 +142,7 @@ void collective_kernel(const std::vector<Tensor>& in, const Params& params, std:
     Transport& t = transport_checked(p.axis_name, p.axis_size, "broadcast");
     CollectiveCall c = call_of("broadcast", CollectiveKind::broadcast, in[0], out[0]);
     c.root = p.root;
-    t.run(c);
+    run_counted(t, c);
   } else if constexpr (Op == CollectiveOp::gather || Op == CollectiveOp::scatter) {
     const auto& p = params.as<GatherParams>();
     const bool gather = Op == CollectiveOp::gather;
@@ -141,16 +153,16 @@ void collective_kernel(const std::vector<Tensor>& in, const Params& params, std:
     const Shape& spread = gather ? out[0].shape() : in[0].shape();
     const BlockLayout l = layout_at(spread, p.axis, n);
     CollectiveCall c = call_of(op, gather ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter, in[0], out[0]);
-    if (l.outer == 1) return t.run(c);
+    if (l.outer == 1) return run_counted(t, c);
     Scratch packed(gather ? out[0].size() : in[0].size(), in[0].dtype(), in[0].device());
     if (gather) {
       c.recv = packed.data();
-      t.run(c);
+      run_counted(t, c);
       reorder_blocks(raw(out[0]), packed.data(), l, bytes, false, in[0].device());
     } else {
       reorder_blocks(packed.data(), raw(in[0]), l, bytes, true, in[0].device());
       c.send = packed.data();
-      t.run(c);
+      run_counted(t, c);
     }
   } else if constexpr (Op == CollectiveOp::to_all) {
     const auto& p = params.as<AllToAllParams>();
@@ -166,7 +178,7 @@ void collective_kernel(const std::vector<Tensor>& in, const Params& params, std:
       c.send = send.data();
     }
     if (concat.outer != 1) c.recv = recv.data();
-    t.run(c);
+    run_counted(t, c);
     if (concat.outer != 1) reorder_blocks(raw(out[0]), recv.data(), concat, bytes, false, in[0].device());
   }
 }
@@ -184,3 +196,17 @@ template void collective_kernel<CollectiveOp::broadcast>(const std::vector<Tenso
 template void collective_kernel<CollectiveOp::index>(const std::vector<Tensor>&, const Params&, std::vector<Tensor>&);
 
 }  // namespace fluxion::primitives::collectives_detail
+
+namespace fluxion {
+
+CollectiveStats collective_stats() {
+  using namespace primitives::collectives_detail;
+  return {stats_calls.load(std::memory_order_relaxed), stats_bytes.load(std::memory_order_relaxed)};
+}
+
+void reset_collective_stats() {
+  primitives::collectives_detail::stats_calls.store(0);
+  primitives::collectives_detail::stats_bytes.store(0);
+}
+
+}  // namespace fluxion

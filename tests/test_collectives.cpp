@@ -6,6 +6,7 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "collective_cases.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
 
@@ -40,27 +41,22 @@ using Fn = std::function<Tensor(const Tensor&)>;
 // The global function of all members: rows are members.
 Tensor named(const Fn& f, const Tensor& xs) { return fx::vmap(f, fx::axis_name("i"))(xs); }
 
+// The shared cases over axis "i" with 3 members; `members` is [3, member...].
 struct Case {
   const char* what;
   Fn f;
-  fx::Shape members;  // [n, ...]
-  bool replicated;    // the output is the same on every member (its cotangent is held once)
+  fx::Shape members;
+  bool replicated;
 };
 
 std::vector<Case> cases() {
-  return {
-      {"all_sum", [](const Tensor& x) { return fx::all_sum(fx::sin(x), "i"); }, {3, 4}, true},
-      {"all_mean", [](const Tensor& x) { return fx::all_mean(x * x, "i"); }, {3, 2, 2}, true},
-      {"all_max", [](const Tensor& x) { return fx::all_max(x, "i"); }, {4, 3}, true},
-      {"all_min", [](const Tensor& x) { return fx::all_min(fx::exp(x), "i"); }, {3, 3}, true},
-      {"all_gather stacked", [](const Tensor& x) { return fx::all_gather(x * x, "i", 1); }, {3, 2, 2}, false},
-      {"all_gather tiled", [](const Tensor& x) { return fx::all_gather(x, "i", 0, true); }, {2, 3}, false},
-      {"reduce_scatter", [](const Tensor& x) { return fx::reduce_scatter(fx::sin(x), "i", 1); }, {3, 2, 3}, false},
-      {"reduce_scatter tiled", [](const Tensor& x) { return fx::reduce_scatter(x, "i", 0, true); }, {2, 4, 2}, false},
-      {"all_to_all", [](const Tensor& x) { return fx::all_to_all(x * x, "i", 0, 1); }, {3, 6, 2}, false},
-      {"broadcast", [](const Tensor& x) { return fx::broadcast(fx::sin(x), "i", 1); }, {3, 2}, false},
-      {"axis_index", [](const Tensor& x) { return x * fx::astype(fx::axis_index("i"), fx::f64); }, {3, 2}, false},
-  };
+  std::vector<Case> out;
+  for (const fx::testing::CollectiveCase& c : fx::testing::collective_cases("i", 3)) {
+    std::vector<int64_t> dims = c.member;
+    dims.insert(dims.begin(), 3);
+    out.push_back({c.what, c.f, fx::Shape(dims), c.replicated});
+  }
+  return out;
 }
 
 // <a, b> over every element.
@@ -245,4 +241,38 @@ TEST_CASE("collectives: errors name the collective and the axis") {
   CHECK_THROWS_AS(
       fx::vmap([](const Tensor& v) { return fx::reduce_scatter(v, "i"); }, fx::axis_name("i"))(fx::ones({3, 4})),
       fx::ShapeError);
+}
+
+TEST_CASE("collectives: OverlappedGradients is an identity whose backward pass reports a missing process group") {
+  fx::distributed::OverlappedGradients sync("nowhere");
+  Tensor w = rand({3}, 70);
+  auto loss = [&](const Tensor& v) { return fx::sum(fx::sin(sync.watch(v))); };
+  close(fx::grad(loss)(w), fx::cos(w));  // the local gradient flows through unchanged
+  CHECK_THROWS_WITH_AS(sync.gradients(0, w), doctest::Contains("axis name 'nowhere' is not bound"), fx::Error);
+  CHECK_THROWS_WITH_AS(sync.gradients(5, w), doctest::Contains("group 5 was not watched"), fx::Error);
+  // Traced backward passes are refused.
+  CHECK_THROWS_WITH_AS(fx::jit(fx::grad(loss))(w),
+                       doctest::Contains("[OverlappedGradients] the backward pass is being traced"), fx::Error);
+}
+
+TEST_CASE("collectives: inside scan and cond bodies under the named vmap") {
+  Tensor xs = rand({3, 4}, 80);  // 3 members, 4 steps each
+  // A running sum over steps of the members' total: the scan's batching rule maps the same named axis.
+  auto running = [](const Tensor& x) {
+    auto step = [](const Tensor& carry, const Tensor& v) {
+      Tensor c = carry + fx::all_sum(v, "i");
+      return std::make_pair(c, c);
+    };
+    return fx::scan(step, fx::zeros({}), x).second;
+  };
+  Tensor got = fx::vmap(running, fx::axis_name("i"))(xs);
+  Tensor want = fx::cumsum(fx::sum(xs, {0}), 0);
+  for (int64_t r = 0; r < 3; ++r) close(row(got, r), want);
+  auto branch = [](const Tensor& x) {
+    return fx::cond(
+        fx::sum(x) > 0.0, [](const Tensor& v) { return fx::all_max(v, "i"); },
+        [](const Tensor& v) { return fx::all_min(v, "i"); }, x);
+  };
+  Tensor b = fx::vmap(branch, fx::axis_name("i"))(xs);
+  for (int64_t r = 0; r < 3; ++r) close(row(b, r), num(fx::sum(row(xs, r))) > 0 ? fx::max(xs, {0}) : fx::min(xs, {0}));
 }

@@ -41,6 +41,16 @@ Tensor all_to_all(const Tensor& x, const std::string& axis_name, int64_t split_a
 /// Member `root`'s x, on every member.
 Tensor broadcast(const Tensor& x, const std::string& axis_name, int64_t root = 0);
 
+/// What this process handed to other processes through collectives (the kernels that ran across processes,
+/// not those a named vmap turned into array work): calls, and operand bytes sent. all_gather sends its operand,
+/// reduce_scatter and all_to_all their whole operand, broadcast its operand on the root only.
+struct CollectiveStats {
+  int64_t calls = 0;
+  int64_t bytes_sent = 0;
+};
+CollectiveStats collective_stats();
+void reset_collective_stats();
+
 /// The elementwise collectives over every leaf of a pytree (std::vector, std::map, tuples, structs).
 template <class T, class = std::enable_if_t<!std::is_same_v<std::decay_t<T>, Tensor> && is_pytree_v<T>>>
 T all_sum(const T& tree, const std::string& axis_name) {

@@ -34,6 +34,7 @@
 #include "fluxion/collectives.hpp"
 #include "fluxion/distributed.hpp"
 #include "fluxion/data_parallel.hpp"
+#include "fluxion/overlapped_gradients.hpp"
 
 #ifdef FLUXION_IMPLEMENTATION
 #include "fluxion/implementation.hpp"

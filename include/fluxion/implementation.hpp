@@ -88,6 +88,7 @@
 #include "primitives/collectives_kernels.cpp"
 #include "src/distributed.cpp"
 #include "src/data_parallel.cpp"
+#include "src/overlapped_gradients.cpp"
 #include "src/ops.cpp"
 #include "src/ops_linalg.cpp"
 #include "src/ops_reduce.cpp"
