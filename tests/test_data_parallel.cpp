@@ -182,6 +182,35 @@ TEST_CASE("data parallel: every bucket size gives the same parameters and one al
   }
 }
 
+TEST_CASE("data parallel: jit around the named vmap stages the same step") {
+  Tensor x = inputs(), y = targets(x);
+  Tensor xs = fx::reshape(x, {2, 32, kInputs}), ys = fx::reshape(y, {2, 32, 1});
+  const Mlp p = initial(), v = zeros_like(p);
+  auto members = [](const Mlp& q, const Mlp& w, const Tensor& a, const Tensor& b) {
+    auto step = [](const Mlp& q1, const Mlp& w1, const Tensor& a1, const Tensor& b1) {
+      return ddp_step(q1, w1, a1, b1, {});
+    };
+    return fx::vmap(step, fx::in_axes(fx::none, fx::none, 0, 0), fx::out_axes(fx::none), fx::axis_name("world"))(q, w,
+                                                                                                                 a, b);
+  };
+  auto [eager_p, eager_v] = members(p, v, xs, ys);
+  auto [jit_p, jit_v] = fx::jit(members)(p, v, xs, ys);
+  CHECK(relative_difference(jit_p, eager_p) <= 1e-14);
+  CHECK(relative_difference(jit_v, eager_v) <= 1e-14);
+  // One step on the whole batch moves the parameters the same way.
+  auto [full_p, full_v] = kOptimizer.update(p, fx::grad(loss)(p, x, y), v);
+  CHECK(relative_difference(eager_p, full_p) <= 1e-14);
+}
+
+TEST_CASE("data parallel: a gradient leaf that every member holds alike is averaged to itself") {
+  // Under the named vmap a leaf that does not depend on the member is unmapped: its all_sum is n times it.
+  Tensor shared = fx::tensor({1.0, -2.0, 3.0}), mine = fx::reshape(fx::linspace(0.0, 1.0, 6), {2, 3});
+  auto [a, b] = fx::vmap([&](const Tensor& m) { return dist::all_mean_gradients(std::make_pair(shared, m)); },
+                         fx::in_axes(0), fx::out_axes(fx::none), fx::axis_name("world"))(mine);
+  CHECK(fx::testing::max_diff(a, shared) <= 1e-15);
+  CHECK(fx::testing::max_diff(b, fx::mean(mine, {0})) <= 1e-15);
+}
+
 TEST_CASE("data parallel: mixed f32 and f64 leaves are reduced in one buffer per dtype") {
   std::vector<fx::AbstractValue> avals = {{fx::Shape{3}, fx::f32}, {fx::Shape{2, 2}, fx::f64}, {fx::Shape{5}, fx::f32}};
   std::vector<dist::GradientBucket> b = dist::plan_gradient_buckets(avals, 1 << 20);
