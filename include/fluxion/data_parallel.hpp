@@ -115,12 +115,13 @@ class FlatLayout {
   int64_t num_shards_ = 0, size_ = 0, shard_size_ = 0;
 };
 
-/// FlatLayout for a parameter pytree, which it also rebuilds.
+/// FlatLayout for a parameter pytree, which it also rebuilds. It keeps the structure only, not the tensors
+/// (neither the whole parameters a sharded member must not hold, nor the tracers of a transform it was made in).
 template <class Tree> class ShardedLayout : public FlatLayout {
  public:
   ShardedLayout(const Tree& params, int64_t num_shards)
       : FlatLayout(data_parallel_detail::avals_of(tree_leaves(params)), num_shards),
-        def_(tree_flatten(params).second) {}
+        def_{tree_map([](const Tensor&) { return Tensor(); }, params), tree_leaves(params).size()} {}
   /// The pytree from a flat vector (see FlatLayout::unflatten).
   Tree unflatten_tree(const Tensor& flat) const { return rebuild(unflatten(flat)); }
   Tensor flatten_tree(const Tree& params) const { return flatten(tree_leaves(params)); }
