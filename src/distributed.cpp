@@ -55,8 +55,8 @@ void register_axis(const std::string& name, std::shared_ptr<Transport> transport
   auto& s = registry_detail::state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.axes.count(name)) {
-    detail::fail<Error>("distributed", "the axis name '", name, "' is already registered to ",
-                        s.axes[name]->describe(), ". Choose another name for the new group.");
+    detail::fail<Error>("distributed", "the axis name '", name, "' is already registered to ", s.axes[name]->describe(),
+                        ". Choose another name for the new group.");
   }
   s.axes[name] = std::move(transport);
 }
@@ -85,11 +85,11 @@ Transport& transport_for_axis(const std::string& name, const char* op) {
   if (it == s.axes.end()) {
     std::string known;
     for (const auto& [axis, transport] : s.axes) known += (known.empty() ? "" : ", ") + ("'" + axis + "'");
-    detail::fail<AxisError>(op, "no axis named '", name, "' is bound here (",
-                            known.empty() ? std::string("no process group is registered")
-                                          : "process groups registered: " + known,
-                            "). Bind it with an enclosing fx::vmap(f, ..., fx::axis_name(\"", name,
-                            "\")) or call fx::distributed::init() / new_group under that name.");
+    detail::fail<AxisError>(
+        op, "no axis named '", name, "' is bound here (",
+        known.empty() ? std::string("no process group is registered") : "process groups registered: " + known,
+        "). Bind it with an enclosing fx::vmap(f, ..., fx::axis_name(\"", name,
+        "\")) or call fx::distributed::init() / new_group under that name.");
   }
   return *it->second;
 }
@@ -208,7 +208,7 @@ Group new_group(const std::vector<int>& world_ranks, const std::string& axis_nam
     world_transport = s.world;
   }
   if (!world_transport) detail::fail<Error>(op, "the process group is not initialized. Call init() first.");
-  const int n = world_transport->size(), me = world_transport->rank();
+  const int n = world_transport->size();
   if (world_ranks.empty()) detail::fail<Error>(op, "a group needs at least one rank, got none.");
   std::set<int> seen;
   for (int r : world_ranks) {
@@ -237,9 +237,9 @@ Group new_group(const std::vector<int>& world_ranks, const std::string& axis_nam
   world_transport->run(call);
   for (int r = 0; r < n; ++r) {
     if (all[2 * r] != all[0]) {
-      detail::fail<Error>(op, "ranks disagree on the group: rank ", r, " passed other ranks or another axis name ",
-                          "than rank 0 ('", axis_name, "' here, on rank ", me,
-                          "). Every world rank must call new_group with the same arguments.");
+      detail::fail<Error>(op, "ranks disagree on the new group: rank ", r,
+                          " passed other ranks or another axis name than rank 0. Every world rank must call ",
+                          "new_group with the same arguments.");
     }
   }
   for (int r = 0; r < n; ++r) {
@@ -266,8 +266,8 @@ void barrier() { barrier(world()); }
 
 void set_timeout(double seconds) {
   if (!(seconds > 0)) {
-    detail::fail<Error>("distributed.set_timeout", "the timeout must be a positive number of seconds, got ",
-                        seconds, ".");
+    detail::fail<Error>("distributed.set_timeout", "the timeout must be a positive number of seconds, got ", seconds,
+                        ".");
   }
   auto& s = dd::registry_detail::state();
   std::lock_guard<std::mutex> lock(s.mutex);

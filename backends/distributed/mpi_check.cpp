@@ -54,7 +54,8 @@ inline std::string header_shape(const CallHeader& h) {
 }
 
 inline const char* kind_name(int32_t kind) {
-  static const char* names[] = {"?", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "barrier"};
+  static const char* names[] = {"?",          "all_reduce", "all_gather", "reduce_scatter",
+                                "all_to_all", "broadcast",  "barrier"};
   return kind >= 1 && kind <= 6 ? names[kind] : "?";
 }
 
@@ -171,9 +172,9 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
   for (int r = 1; r < size_; ++r) {
     // A header that arrived has sequence >= 1; an abandoned receive left the zero of construction.
     if (theirs[static_cast<size_t>(r)].sequence == 0) continue;
-    check_mpi(MPI_Isend(answer.get(), cd::kVerdictBytes, MPI_BYTE, r, cd::kVerdictTag, comm_,
-                        &sends[static_cast<size_t>(r)]),
-              op, "MPI_Isend");
+    check_mpi(
+        MPI_Isend(answer.get(), cd::kVerdictBytes, MPI_BYTE, r, cd::kVerdictTag, comm_, &sends[static_cast<size_t>(r)]),
+        op, "MPI_Isend");
   }
   if (!wait_all_until(sends, deadline_from_now(), op)) {
     for (MPI_Request& r : sends) abandon(r);

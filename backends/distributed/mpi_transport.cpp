@@ -103,9 +103,7 @@ void MpiTransport::run(const CollectiveCall& call) {
       nccl_run(nccl_, comm_, rank_, size_, call);
     } catch (const DeviceError&) {
       throw;  // no NCCL in this build, or a bad device: the group itself is fine
-    } catch (const Error& e) {
-      break_with(e.what());
-    }
+    } catch (const Error& e) { break_with(e.what()); }
     return;
   }
   run_host(call, sequence);
@@ -144,9 +142,7 @@ void MpiTransport::run_host(const CollectiveCall& call, uint64_t sequence) {
   if (code != MPI_SUCCESS) {
     try {
       check_mpi(code, op, "the MPI collective");
-    } catch (const Error& e) {
-      break_with(e.what());
-    }
+    } catch (const Error& e) { break_with(e.what()); }
   }
   if (!wait_until(request, deadline_from_now(), op)) {
     // A nonblocking collective cannot be cancelled: the request stays with MPI, and the group is

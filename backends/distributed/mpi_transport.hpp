@@ -25,8 +25,7 @@ std::mutex& mpi_mutex();
 /// at the deadline (the request is still active). MPI errors throw fluxion::Error naming `op`.
 bool wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline, const char* op);
 /// The same for several requests (all must complete; those done are MPI_REQUEST_NULL afterwards).
-bool wait_all_until(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline,
-                    const char* op);
+bool wait_all_until(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline, const char* op);
 /// Gives up on an active request: MPI_Cancel (point-to-point only), then MPI_Request_free.
 void abandon(MPI_Request& request);
 /// The deadline of a call starting now: timeout() seconds ahead.

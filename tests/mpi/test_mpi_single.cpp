@@ -18,9 +18,7 @@ namespace {
 template <class F> std::string single_error_of(F&& f) {
   try {
     f();
-  } catch (const fluxion::Error& e) {
-    return e.what();
-  }
+  } catch (const fluxion::Error& e) { return e.what(); }
   return "";
 }
 }  // namespace
