@@ -164,16 +164,20 @@ bool initialized() {
 
 void finalize() {
   auto& s = dd::registry_detail::state();
+  std::map<std::string, std::shared_ptr<dd::Transport>> axes;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!s.world) return;  // never initialized, or finalized already
-    // Every transport (communicator) goes before MPI_Finalize. A transport of an in-process
-    // engine registered by hand is dropped too: the axis names die with the process group.
-    s.axes.clear();
+    // A transport of an in-process engine registered by hand is dropped too: the axis names die
+    // with the process group.
+    axes.swap(s.axes);
     s.world.reset();
     s.world_ranks.clear();
     s.finalized = true;
   }
+  // Every transport (communicator) goes before MPI_Finalize; destroyed outside the registry's lock,
+  // which a collective in flight may need (timeout()) while it holds the engine's lock.
+  axes.clear();
   dd::engine_finalize();
 }
 

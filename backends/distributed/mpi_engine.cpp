@@ -20,8 +20,9 @@ inline bool started_mpi = false;
 }  // namespace mpi_engine_detail
 
 std::mutex& mpi_mutex() {
-  static std::mutex m;
-  return m;
+  // Never destroyed: transports held by static objects may still lock it at exit.
+  static std::mutex* m = new std::mutex;
+  return *m;
 }
 
 void check_mpi(int code, const char* op, const char* call) {

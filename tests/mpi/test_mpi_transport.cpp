@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -324,6 +325,18 @@ TEST_CASE("errors: unknown axis names, bad timeouts") {
   CHECK(e.find("fx::vmap(f, ..., fx::axis_name(\"batch\"))") != std::string::npos);
   CHECK(e.find("fx::distributed::init() / new_group under that name") != std::string::npos);
   CHECK(error_of([] { dist::set_timeout(0); }).find("must be a positive number") != std::string::npos);
+}
+
+TEST_CASE("a deliberate failure on rank 1 (only with FLUXION_MPI_TEST_DELIBERATE_FAILURE=1)") {
+  // tests/mpi/CMakeLists.txt runs this case alone, expecting mpirun to fail fast: rank 1's failed
+  // REQUIRE skips a collective, rank 0 gets an error for it within the timeout, and both ranks' runs
+  // end in MPI_Abort (mpi_test_support.hpp) instead of one waiting in MPI_Finalize for the other.
+  const char* flag = std::getenv("FLUXION_MPI_TEST_DELIBERATE_FAILURE");
+  if (!flag || std::string(flag) != "1") return;
+  start();
+  dist::set_timeout(2);
+  REQUIRE(dist::rank() == 0);
+  dist::barrier();
 }
 
 TEST_CASE("finalize ends the group; it is idempotent and init cannot run again") {
