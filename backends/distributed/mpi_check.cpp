@@ -109,10 +109,13 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
   if (rank_ != 0) {
     auto verdict = std::make_unique<char[]>(cd::kVerdictBytes);
     std::vector<MPI_Request> requests(2, MPI_REQUEST_NULL);
-    check_mpi(MPI_Isend(header.get(), sizeof(cd::CallHeader), MPI_BYTE, 0, cd::kHeaderTag, comm_, &requests[0]), op,
-              "MPI_Isend");
-    check_mpi(MPI_Irecv(verdict.get(), cd::kVerdictBytes, MPI_BYTE, 0, cd::kVerdictTag, comm_, &requests[1]), op,
-              "MPI_Irecv");
+    {
+      std::lock_guard<std::mutex> lock(mpi_mutex());
+      check_mpi(MPI_Isend(header.get(), sizeof(cd::CallHeader), MPI_BYTE, 0, cd::kHeaderTag, comm_, &requests[0]), op,
+                "MPI_Isend");
+      check_mpi(MPI_Irecv(verdict.get(), cd::kVerdictBytes, MPI_BYTE, 0, cd::kVerdictTag, comm_, &requests[1]), op,
+                "MPI_Irecv");
+    }
     if (!wait_all_until(requests, deadline, op)) {
       // MPI may still read the header and write the verdict: both buffers stay alive with the group.
       for (MPI_Request& r : requests) abandon(r);
@@ -132,6 +135,7 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
   std::vector<cd::CallHeader> theirs(static_cast<size_t>(size_));
   std::vector<MPI_Request> requests(static_cast<size_t>(size_), MPI_REQUEST_NULL);
   for (int r = 1; r < size_; ++r) {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
     check_mpi(MPI_Irecv(&theirs[static_cast<size_t>(r)], sizeof(cd::CallHeader), MPI_BYTE, r, cd::kHeaderTag, comm_,
                         &requests[static_cast<size_t>(r)]),
               op, "MPI_Irecv");
@@ -172,6 +176,7 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
   for (int r = 1; r < size_; ++r) {
     // A header that arrived has sequence >= 1; an abandoned receive left the zero of construction.
     if (theirs[static_cast<size_t>(r)].sequence == 0) continue;
+    std::lock_guard<std::mutex> lock(mpi_mutex());
     check_mpi(
         MPI_Isend(answer.get(), cd::kVerdictBytes, MPI_BYTE, r, cd::kVerdictTag, comm_, &sends[static_cast<size_t>(r)]),
         op, "MPI_Isend");

@@ -64,11 +64,14 @@ bool wait_all_until(std::vector<MPI_Request>& requests, std::chrono::steady_cloc
   auto pause = std::chrono::microseconds(50);
   for (;;) {
     bool all_done = true;
-    for (MPI_Request& r : requests) {
-      if (r == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
-      all_done = all_done && done;
+    {
+      std::lock_guard<std::mutex> lock(mpi_mutex());
+      for (MPI_Request& r : requests) {
+        if (r == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
+        all_done = all_done && done;
+      }
     }
     if (all_done) return true;
     const auto now = clock::now();
@@ -91,6 +94,7 @@ bool wait_until(MPI_Request& request, std::chrono::steady_clock::time_point dead
 
 void abandon(MPI_Request& request) {
   if (request == MPI_REQUEST_NULL) return;
+  std::lock_guard<std::mutex> lock(mpi_mutex());
   MPI_Cancel(&request);  // may fail for a send that already left; the free below still applies
   MPI_Request_free(&request);
   request = MPI_REQUEST_NULL;
@@ -119,25 +123,27 @@ bool engine_compiled() { return true; }
 
 std::shared_ptr<Transport> engine_init(const std::string& axis_name) {
   const char* op = "distributed.init";
-  std::lock_guard<std::mutex> lock(mpi_mutex());
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (finalized) {
-    detail::fail<Error>(op, "MPI has been finalized in this process and cannot start again. Call init() once.");
-  }
-  if (!initialized) {
-    int provided = 0;
-    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), op, "MPI_Init_thread");
-    mpi_engine_detail::started_mpi = true;
-  }
-  // The world transport works on its own duplicate of MPI_COMM_WORLD, so that its messages never
-  // meet the program's own MPI traffic. Nonblocking and polled: a rank that never calls init is an
-  // error after timeout(), not a hang.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request), op, "MPI_Comm_idup");
+  {
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized) {
+      detail::fail<Error>(op, "MPI has been finalized in this process and cannot start again. Call init() once.");
+    }
+    if (!initialized) {
+      int provided = 0;
+      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), op, "MPI_Init_thread");
+      mpi_engine_detail::started_mpi = true;
+    }
+    // The world transport works on its own duplicate of MPI_COMM_WORLD, so that its messages never
+    // meet the program's own MPI traffic. Nonblocking and polled: a rank that never calls init is an
+    // error after timeout(), not a hang.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check_mpi(MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request), op, "MPI_Comm_idup");
+  }
   if (!wait_until(request, deadline_from_now(), op)) {
     detail::fail<Error>(
         op, "not every rank called fx::distributed::init() within ", timeout_text(),

@@ -88,7 +88,7 @@ void MpiTransport::validate(const CollectiveCall& call) const {
 }
 
 void MpiTransport::run(const CollectiveCall& call) {
-  std::lock_guard<std::mutex> lock(mpi_mutex());
+  std::lock_guard<std::mutex> lock(call_mutex_);
   if (!broken_.empty()) {
     detail::fail<Error>(call.op, "group '", name_, "' is unusable after an earlier collective error: ", broken_,
                         " Call fx::distributed::finalize() on every rank and restart the processes.");
@@ -118,6 +118,7 @@ void MpiTransport::run_host(const CollectiveCall& call, uint64_t sequence) {
   void* out = call.recv ? call.recv : const_cast<void*>(td::or_dummy(nullptr));
   MPI_Request request = MPI_REQUEST_NULL;
   int code = MPI_SUCCESS;
+  std::unique_lock<std::mutex> lock(mpi_mutex());
   switch (call.kind) {
     case CollectiveKind::all_reduce:
       code = MPI_Iallreduce(in, out, send, type, td::mpi_op(call.reduce), comm_, &request);
@@ -139,6 +140,7 @@ void MpiTransport::run_host(const CollectiveCall& call, uint64_t sequence) {
       break;
     case CollectiveKind::barrier: code = MPI_Ibarrier(comm_, &request); break;
   }
+  lock.unlock();
   if (code != MPI_SUCCESS) {
     try {
       check_mpi(code, op, "the MPI collective");

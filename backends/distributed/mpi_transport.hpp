@@ -18,15 +18,17 @@ namespace fluxion::distributed_detail {
 struct NcclChannel;  // nccl_transport.cpp: the NCCL communicator of a group, made on first CUDA call
 
 /// The lock around every MPI call of the engine: MPI is started with MPI_THREAD_SERIALIZED, so
-/// calls from several threads (and several groups) must not overlap.
+/// calls from several threads (and several groups) must not overlap. Held only for single calls,
+/// never while waiting: collectives of two groups on two threads progress together.
 std::mutex& mpi_mutex();
 /// Waits for `request` until `deadline`: a short spin of MPI_Test, then sleeps of 50 to 200 µs so
 /// that ranks sharing oversubscribed cores do not starve each other. True when it completed; false
 /// at the deadline (the request is still active). MPI errors throw fluxion::Error naming `op`.
+/// Takes mpi_mutex() for each poll: call it without holding that lock.
 bool wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline, const char* op);
 /// The same for several requests (all must complete; those done are MPI_REQUEST_NULL afterwards).
 bool wait_all_until(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline, const char* op);
-/// Gives up on an active request: MPI_Cancel (point-to-point only), then MPI_Request_free.
+/// Gives up on an active request: MPI_Cancel (point-to-point only), then MPI_Request_free (takes mpi_mutex()).
 void abandon(MPI_Request& request);
 /// The deadline of a call starting now: timeout() seconds ahead.
 std::chrono::steady_clock::time_point deadline_from_now();
@@ -69,6 +71,7 @@ class MpiTransport final : public Transport {
   // Small send buffers of abandoned checks: MPI may still read them after the call gave up.
   std::vector<std::unique_ptr<char[]>> parked_;
   NcclChannel* nccl_ = nullptr;
+  std::mutex call_mutex_;  // one call at a time on this group, start to finish (calls keep their order)
   friend struct CheckProtocol;
 };
 

@@ -78,7 +78,10 @@ void nccl_run(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const Co
     // FLUXION_DISTRIBUTED_CHECKS=0): group rank 0 makes the id, MPI carries it to the others.
     ncclUniqueId id;
     if (rank == 0) nd::check_nccl(ncclGetUniqueId(&id), op, "ncclGetUniqueId");
-    check_mpi(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm), op, "MPI_Bcast of the NCCL id");
+    {
+      std::lock_guard<std::mutex> lock(mpi_mutex());
+      check_mpi(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm), op, "MPI_Bcast of the NCCL id");
+    }
     auto made = std::make_unique<NcclChannel>();
     made->device = device;
     nd::check_nccl(ncclCommInitRank(&made->comm, size, id, rank), op, "ncclCommInitRank");

@@ -221,6 +221,48 @@ TEST_CASE("barrier, and groups of {1} and {0,1}") {
         }).find("rank 2 is not a rank of the world") != std::string::npos);
 }
 
+TEST_CASE("large and empty payloads") {
+  start();
+  auto& world = transport_for_axis("world", "test");
+  const int r = world.rank();
+  // 3 MB per rank: past the shared-memory transport's eager limit, so the payload takes MPI's
+  // rendezvous path through the polled wait.
+  const int c = 400000;
+  std::vector<double> send(c), recv(c);
+  for (int i = 0; i < c; ++i) send[static_cast<size_t>(i)] = (r + 1) * 0.25 * i;
+  world.run(make_call("all_sum", CollectiveKind::all_reduce, send, recv, {c}));
+  int wrong = 0;
+  for (int i = 0; i < c; ++i) wrong += recv[static_cast<size_t>(i)] != 0.75 * i;
+  CHECK(wrong == 0);
+  std::vector<double> gathered(2 * static_cast<size_t>(c));
+  world.run(make_call("all_gather", CollectiveKind::all_gather, send, gathered, {c}));
+  CHECK(gathered[static_cast<size_t>(c) + 7] == 0.5 * 7);
+  std::vector<float> none, none_out;
+  world.run(make_call("all_sum", CollectiveKind::all_reduce, none, none_out, {0, 3}));
+}
+
+TEST_CASE("two groups used from two threads at once") {
+  start();
+  dist::new_group({0, 1}, "thread_a");
+  dist::new_group({1, 0}, "thread_b");
+  auto work = [](const char* axis, double scale, double* result) {
+    auto& group = transport_for_axis(axis, "test");
+    std::vector<double> send = {scale * (group.rank() + 1)}, recv(1);
+    double total = 0;
+    for (int i = 0; i < 200; ++i) {
+      group.run(make_call("all_sum", CollectiveKind::all_reduce, send, recv, {1}));
+      total += recv[0];
+    }
+    *result = total;
+  };
+  double a = 0, b = 0;
+  std::thread first(work, "thread_a", 1.0, &a), second(work, "thread_b", 10.0, &b);
+  first.join();
+  second.join();
+  CHECK(a == 200 * 3.0);
+  CHECK(b == 200 * 30.0);
+}
+
 TEST_CASE("mismatched shapes and kinds: the same error on both ranks, then the group is unusable") {
   start();
   if (!checks_on()) return;  // without the check a mismatch is the user's undefined behaviour, as in MPI
