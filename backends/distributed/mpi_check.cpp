@@ -4,6 +4,7 @@
 // arrive within timeout() is named instead of hanging the others.
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -131,13 +132,17 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
     return;
   }
 
-  // Rank 0: receive every other rank's header, compare, answer those that arrived.
-  std::vector<cd::CallHeader> theirs(static_cast<size_t>(size_));
-  std::vector<MPI_Request> requests(static_cast<size_t>(size_), MPI_REQUEST_NULL);
-  for (int r = 1; r < size_; ++r) {
+  // Rank 0: receive every other rank's header, compare, answer those that arrived. The headers land
+  // in a heap inbox (zeroed: sequence 0 means "not arrived") that is parked if a receive is abandoned.
+  const size_t n = static_cast<size_t>(size_);
+  auto inbox_bytes = std::make_unique<char[]>(n * sizeof(cd::CallHeader));
+  auto* theirs = reinterpret_cast<cd::CallHeader*>(inbox_bytes.get());
+  for (size_t r = 0; r < n; ++r) new (&theirs[r]) cd::CallHeader();  // all zero: sequence 0
+  std::vector<MPI_Request> requests(n, MPI_REQUEST_NULL);
+  for (size_t r = 1; r < n; ++r) {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    check_mpi(MPI_Irecv(&theirs[static_cast<size_t>(r)], sizeof(cd::CallHeader), MPI_BYTE, r, cd::kHeaderTag, comm_,
-                        &requests[static_cast<size_t>(r)]),
+    check_mpi(MPI_Irecv(&theirs[r], sizeof(cd::CallHeader), MPI_BYTE, static_cast<int>(r), cd::kHeaderTag, comm_,
+                        &requests[r]),
               op, "MPI_Irecv");
   }
   std::string verdict;
@@ -149,6 +154,7 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
       abandon(requests[static_cast<size_t>(r)]);
       missing += (count++ ? ", " : "") + std::to_string(r);
     }
+    parked_.push_back(std::move(inbox_bytes));  // theirs stays valid: the parked buffer lives with the group
     verdict = cat("[", op, "] ", count == 1 ? "rank " : "ranks ", missing, " did not reach collective #", sequence,
                   " within ", timeout_text(), " (group '", name_, "'); ", count == 1 ? "it" : "they",
                   " may have thrown, exited, or skipped the call. Every rank must call the same collectives in "
@@ -157,7 +163,7 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
     std::string differences;
     int shown = 0;
     for (int r = 1; r < size_; ++r) {
-      std::string d = cd::difference(mine, theirs[static_cast<size_t>(r)], r);
+      std::string d = cd::difference(mine, theirs[r], r);
       if (d.empty()) continue;
       if (shown++ < 3) differences += (differences.empty() ? "" : "; ") + d;
     }
@@ -175,7 +181,7 @@ void MpiTransport::check_call(const CollectiveCall& call, uint64_t sequence) {
   std::vector<MPI_Request> sends(static_cast<size_t>(size_), MPI_REQUEST_NULL);
   for (int r = 1; r < size_; ++r) {
     // A header that arrived has sequence >= 1; an abandoned receive left the zero of construction.
-    if (theirs[static_cast<size_t>(r)].sequence == 0) continue;
+    if (theirs[r].sequence == 0) continue;
     std::lock_guard<std::mutex> lock(mpi_mutex());
     check_mpi(
         MPI_Isend(answer.get(), cd::kVerdictBytes, MPI_BYTE, r, cd::kVerdictTag, comm_, &sends[static_cast<size_t>(r)]),
