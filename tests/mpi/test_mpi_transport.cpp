@@ -11,6 +11,7 @@
 
 #include "backends/distributed/engine.hpp"
 #include "backends/distributed/transport.hpp"
+#include "fluxion/cuda.hpp"
 #include "fluxion/distributed.hpp"
 #include "fluxion/errors.hpp"
 #include "mpi/mpi_test_support.hpp"
@@ -291,7 +292,33 @@ TEST_CASE("mismatched shapes and kinds: the same error on both ranks, then the g
   CHECK(gather_strings(e)[0] == gather_strings(e)[1]);
   CHECK(e.find("[all_sum] ranks disagree on the call: rank 0 called all_sum on f32[4], rank 1 called all_gather on "
                "f32[4]") != std::string::npos);
+
+  dist::new_group({0, 1}, "dtypes");
+  std::vector<float> f(4, 1.0f), f_out(4);
+  std::vector<double> d(4, 1.0), d_out(4);
+  auto sum_f = make_call("all_sum", CollectiveKind::all_reduce, f, f_out, {4});
+  auto sum_d = make_call("all_sum", CollectiveKind::all_reduce, d, d_out, {4});
+  e = error_of([&] { transport_for_axis("dtypes", "test").run(r == 0 ? sum_f : sum_d); });
+  CHECK(e.find("[all_sum] ranks disagree on the call: rank 0 has f32[4], rank 1 has f64[4] (group 'dtypes', "
+               "collective #1)") != std::string::npos);
   // The world is untouched.
+  dist::barrier();
+}
+
+TEST_CASE("CUDA operands without NCCL in the build: DeviceError on every rank, the group stays usable") {
+  start();
+  // Host buffers labelled cuda:0 never reach a device: without NCCL the transport refuses first. A
+  // CUDA build may have NCCL, which would take these buffers for device memory.
+  if (fluxion::cuda::compiled()) return;
+  std::vector<double> send(2, 1.0), recv(2);
+  auto call = make_call("all_sum", CollectiveKind::all_reduce, send, recv, {2});
+  call.device = fx::Device::cuda(0);
+  try {
+    transport_for_axis("world", "test").run(call);
+    FAIL("expected a DeviceError");
+  } catch (const fx::DeviceError& e) {
+    CHECK(std::string(e.what()).find("[all_sum] collectives on CUDA tensors need NCCL") != std::string::npos);
+  }
   dist::barrier();
 }
 
