@@ -25,6 +25,7 @@ template <class F> std::string single_error_of(F&& f) {
 
 TEST_CASE("outside mpirun: automatic init refuses, Backend::mpi runs a world of one") {
   REQUIRE(dist::compiled());
+  CHECK(dist::timeout() == 7.5);  // FLUXION_DISTRIBUTED_TIMEOUT, set by tests/mpi/CMakeLists.txt
   REQUIRE_FALSE(dist::launched());
   CHECK(dist::rank() == 0);
   CHECK(dist::size() == 1);
