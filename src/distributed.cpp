@@ -85,11 +85,12 @@ Transport& transport_for_axis(const std::string& name, const char* op) {
   if (it == s.axes.end()) {
     std::string known;
     for (const auto& [axis, transport] : s.axes) known += (known.empty() ? "" : ", ") + ("'" + axis + "'");
-    detail::fail<AxisError>(
-        op, "no axis named '", name, "' is bound here (",
-        known.empty() ? std::string("no process group is registered") : "process groups registered: " + known,
-        "). Bind it with an enclosing fx::vmap(f, ..., fx::axis_name(\"", name,
-        "\")) or call fx::distributed::init() / new_group under that name.");
+    // The wording of the lead's placeholder, which the collectives' tests match.
+    detail::fail<AxisError>(op, "axis name '", name, "' is not bound: no enclosing fx::vmap(f, ..., fx::axis_name(\"",
+                            name, "\")) and no process group registered under it (",
+                            known.empty() ? std::string("none is registered") : "registered: " + known,
+                            "). Bind it with such a vmap, or call fx::distributed::init() (or new_group) under that ",
+                            "name.");
   }
   return *it->second;
 }

@@ -69,9 +69,9 @@ TEST_CASE("distributed: init without a launch, or without MPI, says what to do")
 TEST_CASE("distributed: an axis name with nothing bound names the op, the name and the fix") {
   std::string e = error_text([] { dd::transport_for_axis("batch", "all_sum"); });
   CHECK(e ==
-        "[all_sum] no axis named 'batch' is bound here (no process group is registered). Bind it with an "
-        "enclosing fx::vmap(f, ..., fx::axis_name(\"batch\")) or call fx::distributed::init() / new_group "
-        "under that name.");
+        "[all_sum] axis name 'batch' is not bound: no enclosing fx::vmap(f, ..., fx::axis_name(\"batch\")) "
+        "and no process group registered under it (none is registered). Bind it with such a vmap, or call "
+        "fx::distributed::init() (or new_group) under that name.");
   CHECK_THROWS_AS(dd::transport_for_axis("batch", "all_sum"), fluxion::AxisError);
 }
 
@@ -92,7 +92,7 @@ TEST_CASE("distributed: the registry hands out registered transports") {
   dd::transport_for_axis("loop", "all_sum").run(call);
   CHECK(recv == send);
   CHECK(loopback->calls == 1);
-  CHECK(error_text([] { dd::transport_for_axis("other", "all_gather"); }).find("(process groups registered: 'loop')") !=
+  CHECK(error_text([] { dd::transport_for_axis("other", "all_gather"); }).find("(registered: 'loop')") !=
         std::string::npos);
   dd::unregister_axis("loop");
   CHECK_FALSE(dd::axis_registered("loop"));
