@@ -1,14 +1,15 @@
 # `cmake --install`: the public headers under <prefix>/include/fluxion, the implementation files
 # (#included by the headers as "src/...", "primitives/..." in header-only mode) under
 # <prefix>/include/fluxion/internal, the libraries, and a relocatable fluxionConfig.cmake that
-# provides fluxion::fluxion, fluxion::headers (and fluxion::cuda when built).
+# provides fluxion::fluxion, fluxion::headers (and fluxion::cuda, fluxion::mpi when built).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(FLUXION_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/fluxion)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fluxion DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir src primitives transforms passes runtime backends/cpu backends/reference backends/cuda)
+foreach(dir src primitives transforms passes runtime backends/cpu backends/reference backends/cuda
+            backends/distributed)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${dir})
     # backends/cuda: the kernel bodies and the emulated table that header-only mode compiles; its
     # jit/ sources are compiled into fluxion::cuda only (they include files generated at build time).
@@ -22,6 +23,9 @@ endforeach()
 set(_fluxion_targets fluxion fluxion_headers)
 if(FLUXION_WITH_CUDA)
   list(APPEND _fluxion_targets fluxion_cuda)
+endif()
+if(FLUXION_WITH_MPI)
+  list(APPEND _fluxion_targets fluxion_mpi)
 endif()
 install(TARGETS ${_fluxion_targets} EXPORT fluxionTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -18,11 +18,15 @@ bool compiled();
 bool launched();
 /// Starts the world group (all processes of the launch) and registers it under `axis_name`.
 /// Throws fluxion::Error when the build has no MPI or (automatic) the process was not launched by
-/// mpirun/srun, saying how to launch or build. Calling it twice is an error; after finalize() it
-/// cannot be called again (an MPI rule).
+/// mpirun/srun, saying how to launch or build: a program that expected N processes must not compute
+/// silently as one. Backend::mpi outside a launch runs a world of one process (an MPI singleton).
+/// Calling it twice is an error; after finalize() it cannot be called again (an MPI rule). Every
+/// collective checks that all ranks make the same call (FLUXION_DISTRIBUTED_CHECKS=0 skips that
+/// check) and waits at most timeout() for the others: an error naming the ranks, never a hang.
 void init(Backend backend = Backend::automatic, const std::string& axis_name = "world");
 bool initialized();
-/// Ends the process group (every process must call it; MPI_Finalize). Safe to call when not initialized.
+/// Ends the process group (every process must call it before exiting, also after an error; MPI_Finalize,
+/// unless the program started MPI itself). Safe to call when not initialized, and twice.
 void finalize();
 /// This process's rank in the world group and the world's size (0 and 1 before init()).
 int rank();
@@ -53,7 +57,7 @@ Group world();
 /// Makes a group of the given world ranks, registered under `axis_name` on its members. Every world
 /// rank must call it with the same arguments (a collective); non-members get a Group with rank -1.
 Group new_group(const std::vector<int>& world_ranks, const std::string& axis_name);
-/// Waits until every member of `group` reaches it.
+/// Waits until every member of `group` reaches it (non-members return at once).
 void barrier(const Group& group);
 void barrier();
 

@@ -66,13 +66,16 @@ TEST_CASE("collectives across processes equal the named-axis vmap emulation: eag
 TEST_CASE("collectives across processes: ranks that disagree get the same error, naming the collective") {
   start();
   const int64_t r = fx::distributed::rank();
+  // On a group of its own: after a disagreement a group is unusable (the world stays healthy).
+  fx::distributed::new_group({0, 1}, "pair");
   std::string message;
   try {
-    fx::all_sum(fx::ones({r == 0 ? 3 : 4}), "world");
+    fx::all_sum(fx::ones({r == 0 ? 3 : 4}), "pair");
   } catch (const fx::Error& e) { message = e.what(); }
   CHECK(message.find("[all_sum]") != std::string::npos);
   CHECK(message.find("f64[3]") != std::string::npos);
   CHECK(message.find("f64[4]") != std::string::npos);
+  CHECK_THROWS_WITH_AS(fx::all_sum(fx::ones({2}), "pair"), doctest::Contains("unusable"), fx::Error);
 }
 
 TEST_CASE("collectives across processes: collective_stats counts what this rank sends") {
