@@ -8,7 +8,7 @@
 // reduce_scatter transpose into each other, all_to_all into the all_to_all with its axes swapped, and
 // broadcast into the masked all_sum that delivers every rank's cotangent to the root. In data-parallel code
 // the gradient with respect to a rank's own operand is thus that rank's share; summing the shares of a
-// replicated parameter is the caller's (fx::distributed::DataParallel), while the shards of an all_gather'd
+// replicated parameter is the caller's (fx::distributed::all_mean_gradients), while the shards of an all_gather'd
 // parameter get theirs through reduce_scatter by autodiff alone.
 #include "primitives/collectives.hpp"
 
