@@ -7,6 +7,7 @@
 # one all_sum of the gradient sends per rank.
 #   bash bench/data_parallel.sh                       # the example's problem: 64 examples, hidden 32
 #   SIZES="64x32 4096x256" bash bench/data_parallel.sh  # examples x hidden units, one table each
+# Then the latency of one all_sum with the cross-rank check on and off (bench/collective_latency.cpp).
 # Uses $BUILD_DIR (default build/), building the example there if needed (FLUXION_BUILD_EXAMPLES=ON).
 # Without mpirun, or in a build without MPI (the example exits 3 then), it prints the one-process row and
 # why the others are missing, and exits 0. Exit status 1 when a run fails its own check (its parameters
@@ -71,4 +72,19 @@ for size in $sizes; do
     done
   done
 done
+
+# The latency of one collective with the cross-rank check of each call on and off (bench/collective_latency.cpp).
+latency=$build/bench/collective_latency
+if [[ $have_mpirun == 1 && -x $latency ]]; then
+  echo
+  echo "== one eager all_sum on 2 ranks, per call =="
+  for elements in 4 262144; do
+    for checks in 1 0; do
+      FLUXION_DISTRIBUTED_CHECKS=$checks mpirun -np 2 "${mpirun_flags[@]}" -x FLUXION_DISTRIBUTED_CHECKS "$latency" \
+        $((elements > 1000 ? 200 : 1000)) "$elements" 2>&1 | grep "^all_sum" || status=1
+    done
+  done
+elif [[ $have_mpirun == 1 ]]; then
+  echo "(no $latency: configure with FLUXION_BUILD_BENCHMARKS=ON for the latency rows)"
+fi
 exit $status
