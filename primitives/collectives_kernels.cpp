@@ -10,6 +10,7 @@
 #include "fluxion/collectives.hpp"
 #include "fluxion/cuda.hpp"
 #include "primitives/collectives.hpp"
+#include "primitives/shape.hpp"
 
 namespace fluxion::primitives::collectives_detail {
 
@@ -18,8 +19,7 @@ using distributed_detail::CollectiveKind;
 using distributed_detail::ReduceOp;
 using distributed_detail::Transport;
 
-// [outer, blocks, inner] <-> [blocks, outer, inner] for a buffer of `bytes_per_element`-sized elements, on
-// the host or on a device (block copies through cuda::memory::copy).
+// [outer, blocks, inner] of this layout.
 struct BlockLayout {
   int64_t outer = 1, blocks = 1, inner = 1;  // inner in elements
 };
@@ -30,17 +30,12 @@ void copy_bytes(void* dst, const void* src, int64_t nbytes, Device device) {
   else std::memcpy(dst, src, static_cast<size_t>(nbytes));
 }
 
-void reorder_blocks(void* dst, const void* src, const BlockLayout& l, int64_t element_bytes, bool to_block_major,
-                    Device device) {
-  const int64_t chunk = l.inner * element_bytes;
-  auto* d = static_cast<char*>(dst);
-  const auto* s = static_cast<const char*>(src);
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t b = 0; b < l.blocks; ++b) {
-      const int64_t outer_major = (o * l.blocks + b) * chunk, block_major = (b * l.outer + o) * chunk;
-      if (to_block_major) copy_bytes(d + block_major, s + outer_major, chunk, device);
-      else copy_bytes(d + outer_major, s + block_major, chunk, device);
-    }
+// x's elements seen as [a, b, inner], as a new contiguous [b, a, inner]: the transpose primitive's kernel on
+// x's device (one kernel launch on a GPU).
+Tensor swap_leading(const Tensor& x, int64_t a, int64_t b, int64_t inner) {
+  const Tensor view = make_view(x, AbstractValue{Shape({a, b, inner}), x.dtype()});
+  const Backend backend = x.device().is_cuda() ? Backend::cuda : Backend::cpu;
+  return eval_primitive(shape_family::transpose_p(), {view}, shape_family::TransposeParams({1, 0, 2}), backend)[0];
 }
 
 // Layout of `shape` split at `axis` into `blocks` equal blocks: [prod(shape[:axis]), blocks, rest].
@@ -62,6 +57,7 @@ class Scratch {
   Scratch(int64_t elements, DType dtype, Device device)
       : tensor_(empty(AbstractValue{Shape({elements}), dtype}, device)) {}
   void* data() { return raw(tensor_); }
+  const Tensor& tensor() const { return tensor_; }
 
  private:
   Tensor tensor_;
@@ -148,38 +144,42 @@ void collective_kernel(const std::vector<Tensor>& in, const Params& params, std:
     const bool gather = Op == CollectiveOp::gather;
     const char* op = gather ? "all_gather" : "reduce_scatter";
     Transport& t = transport_checked(p.axis_name, p.axis_size, op);
-    const int64_t n = t.size(), bytes = dtype_size(in[0].dtype());
+    const int64_t n = t.size();
     // The member-major side: all_gather receives [n, x], reduce_scatter sends [n, out].
     const Shape& spread = gather ? out[0].shape() : in[0].shape();
     const BlockLayout l = layout_at(spread, p.axis, n);
     CollectiveCall c = call_of(op, gather ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter, in[0], out[0]);
     if (l.outer == 1) return run_counted(t, c);
-    Scratch packed(gather ? out[0].size() : in[0].size(), in[0].dtype(), in[0].device());
-    if (gather) {
-      c.recv = packed.data();
+    if (gather) {  // received member-major [n, outer, inner], laid out [outer, n, inner]
+      Scratch received(out[0].size(), in[0].dtype(), in[0].device());
+      c.recv = received.data();
       run_counted(t, c);
-      reorder_blocks(raw(out[0]), packed.data(), l, bytes, false, in[0].device());
-    } else {
-      reorder_blocks(packed.data(), raw(in[0]), l, bytes, true, in[0].device());
-      c.send = packed.data();
+      const Tensor laid = swap_leading(received.tensor(), l.blocks, l.outer, l.inner);
+      copy_bytes(raw(out[0]), raw(laid), nbytes(out[0]), out[0].device());
+    } else {  // sent member-major
+      const Tensor packed = swap_leading(in[0], l.outer, l.blocks, l.inner);
+      c.send = raw(packed);
       run_counted(t, c);
     }
   } else if constexpr (Op == CollectiveOp::to_all) {
     const auto& p = params.as<AllToAllParams>();
     Transport& t = transport_checked(p.axis_name, p.axis_size, "all_to_all");
-    const int64_t n = t.size(), bytes = dtype_size(in[0].dtype());
+    const int64_t n = t.size();
     const BlockLayout split = layout_at(in[0].shape(), p.split_axis, n);
     const BlockLayout concat = layout_at(out[0].shape(), p.concat_axis, n);
     CollectiveCall c = call_of("all_to_all", CollectiveKind::all_to_all, in[0], out[0]);
-    Scratch send(split.outer == 1 ? 0 : in[0].size(), in[0].dtype(), in[0].device());
-    Scratch recv(concat.outer == 1 ? 0 : out[0].size(), in[0].dtype(), in[0].device());
+    Tensor packed;  // block r of the split axis, member-major
     if (split.outer != 1) {
-      reorder_blocks(send.data(), raw(in[0]), split, bytes, true, in[0].device());
-      c.send = send.data();
+      packed = swap_leading(in[0], split.outer, split.blocks, split.inner);
+      c.send = raw(packed);
     }
-    if (concat.outer != 1) c.recv = recv.data();
+    Scratch received(concat.outer == 1 ? 0 : out[0].size(), in[0].dtype(), in[0].device());
+    if (concat.outer != 1) c.recv = received.data();
     run_counted(t, c);
-    if (concat.outer != 1) reorder_blocks(raw(out[0]), recv.data(), concat, bytes, false, in[0].device());
+    if (concat.outer != 1) {  // block s came from member s: concatenated along the concat axis
+      const Tensor laid = swap_leading(received.tensor(), concat.blocks, concat.outer, concat.inner);
+      copy_bytes(raw(out[0]), raw(laid), nbytes(out[0]), out[0].device());
+    }
   }
 }
 
