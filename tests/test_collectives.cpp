@@ -191,12 +191,14 @@ TEST_CASE("collectives: jit inside and outside the named vmap, and grad through 
   }
 }
 
-TEST_CASE("collectives: gradients of a replicated loss, as JAX's (the member's own share)") {
-  // d/dx_r of sum_s x_s^2 (held once, by every member) is 2 x_r.
+TEST_CASE("collectives: gradients of a replicated loss, as jax.shard_map's (the member's own share)") {
+  // d/dx_r of sum_s x_s^2 (held once, by every member) is 2 x_r; jax.shard_map gives [0, 2, 4] for x = [0, 1, 2]
+  // (JAX 0.10.2, 3 CPU devices), where jax.vmap(axis_name=...) gives [0, 6, 12].
   Tensor xs = rand({3, 2}, 50);
   auto g = fx::vmap(fx::grad([](const Tensor& x) { return fx::sum(fx::all_sum(x * x, "i")); }), fx::axis_name("i"));
   close(g(xs), xs * 2.0);
-  // all_gather'd parameters get their shard's summed gradient by autodiff (the FSDP pattern).
+  // all_gather'd parameters get their shard of the mean loss's gradient by autodiff (the FSDP pattern), as in
+  // jax.shard_map (jax.vmap gives 3 times it).
   Tensor w = rand({3, 2}, 51), data = rand({3, 6}, 52);
   auto shard_grad = fx::vmap(fx::grad([](const Tensor& shard, const Tensor& d) {
                                Tensor full = fx::all_gather(shard, "i", 0, true);  // [6]
