@@ -1,7 +1,7 @@
 // Collectives over named axes: all_sum, all_mean, all_max, all_min, pvary, all_gather, reduce_scatter,
 // all_to_all, broadcast and axis_index, with every rule.
 //
-// Derivatives follow JAX's pairs. A collective's result on one rank is a function of every rank's operand,
+// Derivatives follow jax.shard_map's pairs (also inside a named vmap, where jax.vmap differs). A collective's result on one rank is a function of every rank's operand,
 // so its transpose is the global one, with one convention for values every rank holds alike (the output of
 // all_sum, all_mean, all_max, all_min): their cotangent is held once, not once per rank, so the transpose of
 // all_sum is pvary (each rank's operand gets the cotangent) and pvary's transpose is all_sum. all_gather and

@@ -2,7 +2,7 @@
 /// fx::vmap(..., fx::axis_name(n)), or across the processes of a group registered under n
 /// (fx::distributed::init). The same function runs either way, so collective code can be tested in one
 /// process. Inside the vmap, results that every member holds alike (all_sum, all_mean, all_max, all_min,
-/// broadcast, all_gather) come back unmapped. Derivatives follow JAX's pairs (primitives/collectives.cpp):
+/// broadcast, all_gather) come back unmapped. Derivatives follow jax.shard_map's pairs (primitives/collectives.cpp):
 /// all_sum's transpose is pvary and pvary's all_sum, all_gather and reduce_scatter transpose into each
 /// other, all_to_all into itself with the axes swapped.
 #pragma once
