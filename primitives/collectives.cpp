@@ -1,15 +1,16 @@
 // Collectives over named axes: all_sum, all_mean, all_max, all_min, pvary, all_gather, reduce_scatter,
 // all_to_all, broadcast and axis_index, with every rule.
 //
-// Derivatives follow jax.shard_map's pairs (also inside a named vmap, where jax.vmap differs). A collective's result on one rank is a function of every rank's operand,
-// so its transpose is the global one, with one convention for values every rank holds alike (the output of
-// all_sum, all_mean, all_max, all_min): their cotangent is held once, not once per rank, so the transpose of
-// all_sum is pvary (each rank's operand gets the cotangent) and pvary's transpose is all_sum. all_gather and
-// reduce_scatter transpose into each other, all_to_all into the all_to_all with its axes swapped, and
-// broadcast into the masked all_sum that delivers every rank's cotangent to the root. In data-parallel code
-// the gradient with respect to a rank's own operand is thus that rank's share; summing the shares of a
-// replicated parameter is the caller's (fx::distributed::all_mean_gradients), while the shards of an all_gather'd
-// parameter get theirs through reduce_scatter by autodiff alone.
+// Derivatives follow jax.shard_map's pairs (also inside a named vmap, where jax.vmap differs). A collective's
+// result on one rank is a function of every rank's operand, so its transpose is the global one, with one
+// convention for values every rank holds alike (the output of all_sum, all_mean, all_max, all_min): their
+// cotangent is held once, not once per rank, so the transpose of all_sum is pvary (each rank's operand gets the
+// cotangent) and pvary's transpose is all_sum. all_gather and reduce_scatter transpose into each other,
+// all_to_all into the all_to_all with its axes swapped, and broadcast into the masked all_sum that delivers every
+// rank's cotangent to the root. In data-parallel code the gradient with respect to a rank's own operand is thus
+// that rank's share; summing the shares of a replicated parameter is the caller's
+// (fx::distributed::all_mean_gradients), while the shards of an all_gather'd parameter get theirs through
+// reduce_scatter by autodiff alone.
 #include "primitives/collectives.hpp"
 
 #include <numeric>
