@@ -610,21 +610,15 @@ Tensor jacobian_block(const Tensor& batched, int64_t offset, const Shape& basis_
 
 /// The type of a Jacobian of an output of type Y with respect to inputs shaped like X, nested like JAX's: Y's
 /// structure outside (std::tuple, std::pair, std::array, std::vector, std::map of string keys, nested), each
-/// output leaf replaced by an X, static members (not pytrees: ints, strings) kept as they are. A struct output
-/// (whose member types cannot change) gives one X per output leaf in a std::vector. build() consumes one X per
-/// output leaf, in leaf order.
+/// output leaf replaced by an X. A struct output (whose member types cannot change) gives one X per output
+/// leaf in a std::vector. build() consumes one X per output leaf, in leaf order.
 template <class Y, class X, class = void> struct JacobianTree {
-  using type = std::conditional_t<is_pytree_v<Y>, std::vector<X>, Y>;
+  using type = std::vector<X>;
   static type build(const Y& y, typename std::vector<X>::const_iterator& it) {
-    if constexpr (is_pytree_v<Y>) {
-      const auto n = static_cast<std::ptrdiff_t>(tree_leaves(y).size());
-      type out(it, it + n);
-      it += n;
-      return out;
-    } else {
-      (void)it;
-      return y;
-    }
+    const auto n = static_cast<std::ptrdiff_t>(tree_leaves(y).size());
+    type out(it, it + n);
+    it += n;
+    return out;
   }
 };
 template <class X> struct JacobianTree<Tensor, X> {
