@@ -608,78 +608,22 @@ std::vector<int64_t> leaf_offsets(const std::vector<Tensor>& leaves);
 /// other.shape ++ basis_leaf.shape (when `basis_is_input`) or basis_leaf.shape ++ other.shape.
 Tensor jacobian_block(const Tensor& batched, int64_t offset, const Shape& basis_leaf, bool basis_is_input);
 
-/// The type of a Jacobian of an output of type Y with respect to inputs shaped like X, nested like JAX's: Y's
-/// structure outside (std::tuple, std::pair, std::array, std::vector, std::map of string keys, nested), each
-/// output leaf replaced by an X. A struct output (whose member types cannot change) gives one X per output
-/// leaf in a std::vector. build() consumes one X per output leaf, in leaf order.
-template <class Y, class X, class = void> struct JacobianTree {
-  using type = std::vector<X>;
-  static type build(const Y& y, typename std::vector<X>::const_iterator& it) {
-    const auto n = static_cast<std::ptrdiff_t>(tree_leaves(y).size());
-    type out(it, it + n);
-    it += n;
-    return out;
-  }
-};
-template <class X> struct JacobianTree<Tensor, X> {
-  using type = X;
-  static type build(const Tensor&, typename std::vector<X>::const_iterator& it) { return *it++; }
-};
-template <class X, class... Ts> struct JacobianTree<std::tuple<Ts...>, X> {
-  using type = std::tuple<typename JacobianTree<Ts, X>::type...>;
-  static type build(const std::tuple<Ts...>& y, typename std::vector<X>::const_iterator& it) {
-    return build(y, it, std::index_sequence_for<Ts...>{});
-  }
-  template <size_t... I> static type build(const std::tuple<Ts...>& y, typename std::vector<X>::const_iterator& it,
-                                           std::index_sequence<I...>) {
-    return type{JacobianTree<Ts, X>::build(std::get<I>(y), it)...};  // braces: left to right
-  }
-};
-template <class X, class A, class B> struct JacobianTree<std::pair<A, B>, X> {
-  using type = std::pair<typename JacobianTree<A, X>::type, typename JacobianTree<B, X>::type>;
-  static type build(const std::pair<A, B>& y, typename std::vector<X>::const_iterator& it) {
-    auto first = JacobianTree<A, X>::build(y.first, it);
-    return type{std::move(first), JacobianTree<B, X>::build(y.second, it)};
-  }
-};
-template <class X, class T, size_t N> struct JacobianTree<std::array<T, N>, X> {
-  using type = std::array<typename JacobianTree<T, X>::type, N>;
-  static type build(const std::array<T, N>& y, typename std::vector<X>::const_iterator& it) {
-    type out{};
-    for (size_t i = 0; i < N; ++i) out[i] = JacobianTree<T, X>::build(y[i], it);
-    return out;
-  }
-};
-template <class X, class T> struct JacobianTree<std::vector<T>, X> {
-  using type = std::vector<typename JacobianTree<T, X>::type>;
-  static type build(const std::vector<T>& y, typename std::vector<X>::const_iterator& it) {
-    type out;
-    out.reserve(y.size());
-    for (const T& e : y) out.push_back(JacobianTree<T, X>::build(e, it));
-    return out;
-  }
-};
-template <class X, class T> struct JacobianTree<std::map<std::string, T>, X> {
-  using type = std::map<std::string, typename JacobianTree<T, X>::type>;
-  static type build(const std::map<std::string, T>& y, typename std::vector<X>::const_iterator& it) {
-    type out;
-    for (const auto& [key, e] : y) out.emplace(key, JacobianTree<T, X>::build(e, it));
-    return out;
-  }
-};
-
-/// The Jacobian's blocks [output leaf][input leaf] assembled like JAX's nesting (JacobianTree): for a Tensor
-/// output, a value shaped like the input (each leaf holding its block); otherwise Y's structure with such a
-/// value per output leaf.
+/// The Jacobian's blocks [output leaf][input leaf] assembled like JAX's nesting: for a Tensor
+/// output, a value shaped like the input (each leaf holding its block); otherwise one such value
+/// per output leaf, in leaf order.
 template <class X, class Y>
-auto assemble_jacobian(const X& x, const Y& y, const std::vector<std::vector<Tensor>>& blocks) {
-  std::vector<X> rows;
-  for (const auto& row : blocks) {
-    auto it = row.cbegin();
-    rows.push_back(PyTree<X>::rebuild(x, it));
+auto assemble_jacobian(const X& x, const Y&, const std::vector<std::vector<Tensor>>& blocks) {
+  if constexpr (std::is_same_v<Y, Tensor>) {
+    auto it = blocks[0].cbegin();
+    return PyTree<X>::rebuild(x, it);
+  } else {
+    std::vector<X> rows;
+    for (const auto& row : blocks) {
+      auto it = row.cbegin();
+      rows.push_back(PyTree<X>::rebuild(x, it));
+    }
+    return rows;
   }
-  auto it = rows.cbegin();
-  return JacobianTree<Y, X>::build(y, it);
 }
 
 /// Blocks from forward mode: ys[j] = [n, *out_j], n running over the input elements.
