@@ -85,7 +85,7 @@ Transport& transport_for_axis(const std::string& name, const char* op) {
   if (it == s.axes.end()) {
     std::string known;
     for (const auto& [axis, transport] : s.axes) known += (known.empty() ? "" : ", ") + ("'" + axis + "'");
-    // The wording of the lead's placeholder, which the collectives' tests match.
+    // The wording the collectives' tests match (tests/samples_collectives.cpp, tests/test_collectives.cpp).
     detail::fail<AxisError>(op, "axis name '", name, "' is not bound: no enclosing fx::vmap(f, ..., fx::axis_name(\"",
                             name, "\")) and no process group registered under it (",
                             known.empty() ? std::string("none is registered") : "registered: " + known,
