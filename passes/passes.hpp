@@ -18,6 +18,12 @@ Jaxpr cse(const Jaxpr& jaxpr);
 /// and constant folding of small results, to a fixed point; every rewrite keeps the replaced aval.
 Jaxpr simplify(const Jaxpr& jaxpr);
 
+/// Rewrites every equation with f16/bf16 operands or results (convert_element_type excepted) as
+/// converts to f32, the same equation in f32, and converts back: the math eval_primitive does eagerly,
+/// made visible to fusion, which then keeps the f32 values inside fused groups. Sub-Jaxprs (cond, while,
+/// scan) are widened when their own plans are compiled.
+Jaxpr widen_half(const Jaxpr& jaxpr);
+
 /// Replaces every transparent call (jit_call) by the equations of its sub-Jaxpr, recursively.
 Jaxpr inline_calls(const Jaxpr& jaxpr);
 /// Also inlines calls carrying rules of their own (custom_jvp_call, custom_vjp_call, checkpoint):

@@ -25,6 +25,7 @@ struct GatherParams final : Params {
   bool equals(const Params& other) const override;
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<GatherParams>(*this); }
+  std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }  // no dtype fields
 };
 
 /// scatter, scatter_add_general, scatter_mul, scatter_min, scatter_max: dimension numbers and mode.
@@ -36,6 +37,7 @@ struct ScatterParams final : Params {
   bool equals(const Params& other) const override;
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<ScatterParams>(*this); }
+  std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }  // no dtype fields
 };
 
 /// How a scatter combines an update u with the current value v.

@@ -25,6 +25,7 @@ constexpr std::array<Entry, kCount> kTable = {{
     {"siblings", "simplify: products of one matrix with several vectors stacked into one product"},
     {"gram", "simplify: x^T diag(s) x as one gram(x, s); transposes of symmetric values dropped"},
     {"cse", "common-subexpression elimination"},
+    {"widen_half", "f16/bf16 equations rewritten as converts around f32 equations, so that fusion keeps f32 inside"},
     {"fusion", "plan: elementwise chains and reductions fused into one pass over blocks"},
     {"tiles", "plan: large products computed tile by tile inside the fused group reading them"},
     {"side_by_side", "plan: independent kernels run side by side, one thread each"},

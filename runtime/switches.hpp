@@ -18,6 +18,7 @@ enum class Switch : uint8_t {
   siblings,           // simplify: products of one matrix with several vectors stacked into one
   gram,               // simplify: xᵀ diag(s) x as gram(x, s); transposes of symmetric values dropped
   cse,                // passes: common-subexpression elimination
+  widen_half,         // passes: f16/bf16 equations as converts around f32 ones, fused with their neighbours
   fusion,             // plan: elementwise chains and reductions fused into one pass over blocks
   tiles,              // plan: large products computed tile by tile inside the group reading them
   side_by_side,       // plan: independent kernels run side by side, one thread each

@@ -14,6 +14,8 @@ const char* dtype_name(DType d) {
     case DType::i64: return "i64";
     case DType::f32: return "f32";
     case DType::f64: return "f64";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -25,9 +27,20 @@ int64_t dtype_size(DType d) {
     case DType::i64: return 8;
     case DType::f32: return 4;
     case DType::f64: return 8;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
   }
   return 0;
 }
+
+namespace detail {
+void fail_half_kernel_dispatch(DType d) {
+  fail<DTypeError>("kernel", "internal: a kernel was instantiated for ", dtype_name(d),
+                   "; half-precision equations run in f32 (eval_primitive widens them, and so does jit's widen_half "
+                   "pass). Report this with the function that reached it.");
+}
+void fail_unknown_dtype(DType d) { fail<DTypeError>("dtype", "unknown dtype code ", static_cast<int>(d), "."); }
+}  // namespace detail
 
 std::string DTypeSet::describe() const {
   std::string out;

@@ -67,6 +67,8 @@ template <class T> std::string format_element(T v) {
     return v ? "True" : "False";
   } else if constexpr (std::is_integral_v<T>) {
     return std::to_string(v);
+  } else if constexpr (is_half_storage_v<T>) {
+    return format_element(v.to_float());
   } else {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -141,7 +143,7 @@ inline std::string to_html(const Tensor& t, const TableLimits& limits = {}) {
     os << "</tr></thead>";
   }
   os << "<tbody>";
-  dispatch_dtype(c.dtype(), [&](auto tag) {
+  dispatch_storage_dtype(c.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* data = c.data<T>();
     for (int64_t i : shown_rows) {

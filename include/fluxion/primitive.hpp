@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -28,6 +29,10 @@ class Params {
   virtual size_t hash() const = 0;
   virtual std::shared_ptr<const Params> clone() const = 0;
   virtual bool empty() const { return false; }
+  /// The params of the f32 equation computing this one's f16/bf16 version: every DType field naming a
+  /// half dtype becomes f32. nullptr (the default) when the equation must not be widened as a whole:
+  /// params holding sub-Jaxprs (their equations are widened one by one where they run).
+  virtual std::shared_ptr<const Params> with_half_as_f32() const { return nullptr; }
   /// The concrete params struct; a wrong P is a programming error inside a rule.
   template <class P> const P& as() const {
     const P* p = dynamic_cast<const P*>(this);
@@ -43,6 +48,7 @@ struct NoParams final : Params {
   size_t hash() const override { return 0; }
   std::shared_ptr<const Params> clone() const override { return std::make_shared<NoParams>(); }
   bool empty() const override { return true; }
+  std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }
 };
 const NoParams& no_params();
 
@@ -92,8 +98,17 @@ template <class Derived> struct ParamsOf : Params {
   std::shared_ptr<const Params> clone() const override {
     return std::make_shared<Derived>(static_cast<const Derived&>(*this));
   }
+  std::shared_ptr<const Params> with_half_as_f32() const override {
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    // fields() ties const members of the copy; the copy is not const, so writing through them is sound.
+    std::apply([](const auto&... f) { (widen_field(const_cast<std::decay_t<decltype(f)>&>(f)), ...); }, copy->fields());
+    return copy;
+  }
 
  private:
+  template <class T> static void widen_field(T& field) {
+    if constexpr (std::is_same_v<T, DType>) field = compute_dtype(field);
+  }
   template <class Tuple, size_t... I>
   static void print_fields(std::ostream& os, const Tuple& t, std::index_sequence<I...>) {
     ((os << (I ? " " : "") << Derived::names[I] << "=", detail::print_param(os, std::get<I>(t))), ...);

@@ -192,7 +192,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 namespace detail {
 /// Converts between element types with the conversion rules of convert_element_type.
 template <class To, class From> To convert_scalar(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (is_half_storage_v<From>) {  // exact in float, then float's rules
+    return convert_scalar<To>(v.to_float());
+  } else if constexpr (is_half_storage_v<To>) {  // one rounding, from the value itself (bool/int/float/double)
+    return To(v);
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     // Saturating, NaN -> 0: a float to int cast out of range is undefined behaviour in C++.
@@ -227,7 +231,7 @@ template <class T> T Tensor::item() const {
   if (c.size() != 1)
     detail::fail<ShapeError>("item", "needs a tensor with exactly one element, got ", c.aval(),
                              ". Index or reduce it first.");
-  return dispatch_dtype(c.dtype(), [&](auto tag) {
+  return dispatch_storage_dtype(c.dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     return detail::convert_scalar<T>(static_cast<const S*>(c.array().data())[0]);
   });
@@ -237,7 +241,7 @@ template <class T> std::vector<T> Tensor::to_vector() const {
   Tensor c = concrete("to_vector");
   if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   std::vector<T> out(static_cast<size_t>(c.size()));
-  dispatch_dtype(c.dtype(), [&](auto tag) {
+  dispatch_storage_dtype(c.dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* src = static_cast<const S*>(c.array().data());
     for (size_t i = 0; i < out.size(); ++i) out[i] = detail::convert_scalar<T>(src[i]);
@@ -247,8 +251,8 @@ template <class T> std::vector<T> Tensor::to_vector() const {
 
 template <class T> Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   static_assert(std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
-                    std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "fluxion tensors hold bool, int32_t, int64_t, float or double");
+                    std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_storage_v<T>,
+                "fluxion tensors hold bool, int32_t, int64_t, float, double, float16_t or bfloat16_t");
   int64_t n = checked_num_elements("from_vector", shape.dims());
   if (n != static_cast<int64_t>(values.size()))
     detail::fail<ShapeError>("from_vector", "got ", values.size(), " values for shape ", shape, " which holds ", n,
