@@ -1,5 +1,5 @@
-// optimize: the pass pipeline of fx::jit (inline, dce, then simplify, cse, dce until the
-// equation count settles); FLUXION_DISABLE=simplify or cse leaves that pass out.
+// optimize: the pass pipeline of fx::jit (inline, dce, widen_half, then simplify, cse, dce until the
+// equation count settles); FLUXION_DISABLE=widen_half, simplify or cse leaves that pass out.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -38,6 +38,9 @@ Jaxpr pipeline(const char* inline_name, Jaxpr (*inline_pass)(const Jaxpr&), cons
   // Dead equations first (a gradient's unused primal products): rules that pair equations
   // (simplify_siblings.cpp) must not pair a live one with a dead one.
   current = run_pass("dce", &dce, current);
+  // f16/bf16 equations as f32 ones between converts, before simplify and fusion see them. Off, the plan
+  // runners widen such equations one by one (transforms/half_kernels.hpp): same values, unfused.
+  if (runtime::enabled(runtime::Switch::widen_half)) current = run_pass("widen_half", &widen_half, current);
   // Switched-off passes are skipped (runtime/switches.hpp), read once per compile.
   const bool simplifying = runtime::enabled(runtime::Switch::simplify);
   const bool merging = runtime::enabled(runtime::Switch::cse);

@@ -70,19 +70,20 @@ std::vector<const RuleEntry*> enabled_rules() {
 ConstantFacts compute_facts(const Tensor& t) {
   ConstantFacts f;
   const int64_t n = t.size();
-  dispatch_dtype(t.dtype(), [&](auto tag) {
+  dispatch_storage_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using C = compute_type_t<T>;  // halves compare by their float value
     const T* p = t.data<T>();
     // Equal bits: +0 and -0 differ (x + -0 is x, x + +0 is not for x = -0), equal NaNs are one.
     f.splat = n > 0;
     for (int64_t i = 1; i < n && f.splat; ++i) f.splat = std::memcmp(&p[i], &p[0], sizeof(T)) == 0;
     if (f.splat) f.value = static_cast<double>(p[0]);
     f.iota = t.ndim() == 1;
-    for (int64_t i = 0; i < n && f.iota; ++i) f.iota = p[i] == static_cast<T>(i);
+    for (int64_t i = 0; i < n && f.iota; ++i) f.iota = to_compute(p[i]) == static_cast<C>(i);
     const int64_t rows = t.ndim() == 2 ? t.shape()[0] : -1;
     f.identity = rows >= 0 && t.shape()[1] == rows;
     for (int64_t i = 0; i < rows && f.identity; ++i)
-      for (int64_t j = 0; j < rows && f.identity; ++j) f.identity = p[i * rows + j] == T(i == j ? 1 : 0);
+      for (int64_t j = 0; j < rows && f.identity; ++j) f.identity = to_compute(p[i * rows + j]) == C(i == j ? 1 : 0);
   });
   return f;
 }

@@ -81,8 +81,22 @@ std::vector<AbstractValue> convert_shape_rule(const Primitive& self, const std::
   const DType to = params.as<ConvertElementTypeParams>().new_dtype;
   if (static_cast<int>(to) >= kNumDTypes)
     detail::fail<DTypeError>(self.name.c_str(), "new_dtype has the unknown dtype code ", static_cast<int>(to),
-                             ". Pass one of fx::boolean, fx::i32, fx::i64, fx::f32, fx::f64.");
+                             ". Pass one of fx::boolean, fx::i32, fx::i64, fx::f32, fx::f64, fx::f16, fx::bf16.");
   return {AbstractValue{in[0].shape, to}};
+}
+
+// Conversions to or from f16/bf16, n elements: a plain loop over the shared functor, halves read as their exact
+// float and written by one rounding (round to nearest even) from the source value (fluxion/half.hpp).
+void convert_half_elements(const void* in, DType from, void* out, DType to, int64_t n) {
+  dispatch_storage_dtype(from, [&](auto from_tag) {
+    using From = typename decltype(from_tag)::type;
+    dispatch_storage_dtype(to, [&](auto to_tag) {
+      using To = typename decltype(to_tag)::type;
+      const From* x = static_cast<const From*>(in);
+      To* y = static_cast<To*>(out);
+      for (int64_t i = 0; i < n; ++i) y[i] = scalar_functions::ConvertElementType<To>::apply(to_compute(x[i]));
+    });
+  });
 }
 
 #if !FLUXION_LIGHT_KERNELS
@@ -127,6 +141,12 @@ template <int Align> void convert_elements(const void* in, DType from, void* out
 }
 
 void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  const DType from = in[0].dtype(), to = params.as<ConvertElementTypeParams>().new_dtype;
+  if (is_half(from) || is_half(to)) {
+    convert_half_elements(in[0].array("convert_element_type").data(), from,
+                          out[0].array("convert_element_type").data(), to, in[0].size());
+    return;
+  }
   convert_elements<Eigen::Aligned64>(in[0].array("convert_element_type").data(), in[0].dtype(),
                                      out[0].array("convert_element_type").data(),
                                      params.as<ConvertElementTypeParams>().new_dtype, in[0].size());
@@ -137,6 +157,14 @@ void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std
 // scalar input is converted once (by the shared functor, primitives/scalar_functions.hpp) and fills
 // the block.
 void convert_block(DType from, const void* const* in, const bool* scalar, void* out, int64_t n, DType to) {
+  if (is_half(from) || is_half(to)) {
+    convert_half_elements(in[0], from, out, to, scalar[0] ? 1 : n);
+    if (scalar[0]) dispatch_storage_dtype(to, [&](auto tag) {
+        using To = typename decltype(tag)::type;
+        std::fill(static_cast<To*>(out) + 1, static_cast<To*>(out) + n, static_cast<To*>(out)[0]);
+      });
+    return;
+  }
   if (scalar[0] || kLightKernels) {
     dispatch_dtype(from, [&](auto from_tag) {
       using From = typename decltype(from_tag)::type;
@@ -160,9 +188,9 @@ void convert_block(DType from, const void* const* in, const bool* scalar, void* 
 // The reference kernel: a plain loop over the scalar conversion rules of the Tensor API.
 void convert_reference_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const DType to = params.as<ConvertElementTypeParams>().new_dtype;
-  dispatch_dtype(in[0].dtype(), [&](auto from_tag) {
+  dispatch_storage_dtype(in[0].dtype(), [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
-    dispatch_dtype(to, [&](auto to_tag) {
+    dispatch_storage_dtype(to, [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
       const From* x = in[0].data<From>();
       To* y = out[0].mutable_data<To>();

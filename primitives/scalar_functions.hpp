@@ -341,3 +341,13 @@ struct ErfInv {  // XLA's erf_inv (above): ±1 -> ±inf, |x| > 1 -> NaN
 }  // namespace fluxion::scalar_functions
 )
 // clang-format on
+
+#if !defined(FLUXION_NVRTC)
+#include "fluxion/half.hpp"
+namespace fluxion::scalar_functions {
+// The 16-bit storage types count as floating for ConvertElementType: a conversion to one is its one rounding
+// constructor. Values are never read from them here: callers pass to_compute(x), the exact float.
+template <> inline constexpr bool kIsFloating<float16_t> = true;
+template <> inline constexpr bool kIsFloating<bfloat16_t> = true;
+}  // namespace fluxion::scalar_functions
+#endif

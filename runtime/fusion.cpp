@@ -7,6 +7,7 @@
 
 #include "primitives/reduction.hpp"
 #include "runtime/backend.hpp"
+#include "primitives/conversion.hpp"
 #include "primitives/shape.hpp"
 
 namespace fluxion::runtime {
@@ -45,6 +46,13 @@ std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equati
 
 bool fusible(const Jaxpr& jaxpr, const Equation& e, const Lowering& lowering) {
   const Primitive& p = *e.primitive;
+  // f16/bf16 values are only converted inside groups; other half equations (widen_half off) run alone, in f32.
+  if (&p != &primitives::conversion_family::convert_element_type_p()) {
+    for (const Atom& a : e.inputs)
+      if (is_half(jaxpr.aval_of(a).dtype)) return false;
+    for (int32_t v : e.outputs)
+      if (is_half(jaxpr.avals[v].dtype)) return false;
+  }
   if (lowering.fuses_broadcasts_and_sums() && is_fusible_broadcast(jaxpr, e)) return true;
   if (!p.traits.elementwise || p.traits.view || !lowering.fuses(p)) return false;
   if (e.outputs.size() != 1 || e.inputs.size() > 4) return false;  // 4: the plan's kMaxFusedInputs

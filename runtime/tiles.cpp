@@ -67,6 +67,10 @@ void plan_tiles(const Jaxpr& j, Plan& plan, StepUses& uses, const Lowering& lowe
     if (d.type != Step::kernel || d.eqn->outputs.size() != 1) continue;
     const Equation& e = *d.eqn;
     const int32_t t = e.outputs[0];
+    // A half-precision kernel step (widen_half off) computes in f32 through its own buffers: never tiled.
+    if (is_half(j.avals[t].dtype) ||
+        std::any_of(e.inputs.begin(), e.inputs.end(), [&](const Atom& a) { return is_half(j.aval_of(a).dtype); }))
+      continue;
     if (plan.kind[t] != Kind::intermediate || readers[t] != 1 || reader[t] >= static_cast<int32_t>(plan.steps.size()))
       continue;
     Step& f = plan.steps[static_cast<size_t>(reader[t])];

@@ -32,7 +32,8 @@ std::string var_name(int64_t n) {
 
 std::string literal_text(const Tensor& t) {
   std::ostringstream os;
-  dispatch_dtype(t.dtype(), [&](auto tag) {
+  // f16/bf16 literals print as the shortest text of their exact f32 value (it reads back to the same half).
+  dispatch_dtype(compute_dtype(t.dtype()), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v = t.item<T>();
     if constexpr (std::is_same_v<T, bool>) {

@@ -68,7 +68,7 @@ Tensor weak_tensor(const char* op, const WeakScalar& s, DType dtype) {
       (s.i < std::numeric_limits<int32_t>::min() || s.i > std::numeric_limits<int32_t>::max()))
     detail::fail<DTypeError>(op, "the integer ", s.i, " does not fit in i32, the dtype of the ",
                              "other operand. Convert the tensor with fx::astype(x, fx::i64) first.");
-  return dispatch_dtype(dtype, [&](auto tag) {
+  return dispatch_storage_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (s.above_i64) return scalar<T>(detail::convert_scalar<T>(s.above_i64));  // a float dtype here
     return scalar<T>(s.integral ? detail::convert_scalar<T>(s.i) : detail::convert_scalar<T>(s.f));

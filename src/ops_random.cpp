@@ -85,7 +85,7 @@ Tensor unit_floats(const Key& k, const Shape& shape, DType dtype) {
 
 void check_float_dtype(const char* op, DType dtype) {
   if (!is_floating(dtype))
-    detail::fail<DTypeError>(op, "samples floating dtypes (f32, f64), got ", dtype, ". Convert the result instead.");
+    detail::fail<DTypeError>(op, "samples floating dtypes (f32, f64, f16, bf16), got ", dtype, ". Convert the result instead.");
 }
 
 /// `t` (any shape broadcasting to `shape`) broadcast to `shape`; ShapeError naming `what` otherwise.
@@ -179,6 +179,8 @@ Tensor uniform(const Key& k, const Shape& shape, DType dtype, double minval, dou
 Tensor uniform(const Key& k, const Shape& shape, DType dtype, const Tensor& minval, const Tensor& maxval) {
   check_key("random.uniform", k);
   check_float_dtype("random.uniform", dtype);
+  if (is_half(dtype))  // sampled in f32, then rounded (a sample just below maxval may round to it)
+    return astype(uniform(k, shape, f32, astype(minval, f32), astype(maxval, f32)), dtype);
   Tensor lo = broadcast_param("random.uniform", "minval", astype(minval, dtype), shape);
   Tensor hi = broadcast_param("random.uniform", "maxval", astype(maxval, dtype), shape);
   Tensor floats = unit_floats(k, shape, dtype);
@@ -189,6 +191,7 @@ Tensor uniform(const Key& k, const Shape& shape, DType dtype, const Tensor& minv
 Tensor normal(const Key& k, const Shape& shape, DType dtype) {
   check_key("random.normal", k);
   check_float_dtype("random.normal", dtype);
+  if (is_half(dtype)) return astype(normal(k, shape, f32), dtype);  // sampled in f32, then rounded
   const double lo = dtype == f32 ? double(std::nextafter(-1.0f, 0.0f)) : std::nextafter(-1.0, 0.0);
   const double sqrt2 = dtype == f32 ? double(float(std::sqrt(2.0))) : std::sqrt(2.0);
   Tensor u = uniform(k, shape, dtype, lo, 1.0);
@@ -217,6 +220,7 @@ Tensor categorical(const Key& k, const Tensor& logits, int64_t axis) {
   if (rank == 0 || axis < -rank || axis >= rank)
     detail::fail<AxisError>("random.categorical", "axis ", axis, " is out of range for logits ", logits.aval(),
                             ". The logits need the category axis.");
+  if (is_half(logits.dtype())) return categorical(k, astype(logits, f32), axis);  // Gumbel noise in f32
   const DType dt = logits.dtype();
   const double tiny = dt == f32 ? double(std::numeric_limits<float>::min()) : std::numeric_limits<double>::min();
   // Gumbel noise, JAX's mode "low": -log(-log(u)), u uniform in [tiny, 1).
@@ -283,6 +287,8 @@ Tensor permutation(const Key& k, const Tensor& x) {
 Tensor truncated_normal(const Key& k, double lower, double upper, const Shape& shape, DType dtype) {
   check_key("random.truncated_normal", k);
   check_float_dtype("random.truncated_normal", dtype);
+  if (is_half(dtype))  // sampled in f32, then rounded (a sample near a bound may round to it)
+    return astype(truncated_normal(k, lower, upper, shape, f32), dtype);
   // The bounds are static: erf(bound/√2) and the open-interval clip limits are computed here, in dtype.
   double sqrt2, a, b, lo_in, hi_in;
   if (dtype == f32) {

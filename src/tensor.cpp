@@ -121,18 +121,20 @@ void check_int(const char* op, __int128 v, DType dtype) {
 void check_float(const char* op, double v, DType dtype) {
   bool ok = true;
   if (dtype == f32) ok = !std::isfinite(v) || std::isfinite(static_cast<float>(v));
+  else if (dtype == f16) ok = !std::isfinite(v) || std::isfinite(float16_t(v).to_float());
+  else if (dtype == bf16) ok = !std::isfinite(v) || std::isfinite(bfloat16_t(v).to_float());
   else if (dtype != f64)
     ok = !std::isnan(v) && std::trunc(v) >= -0x1p63 && std::trunc(v) < 0x1p63 &&
          int_fits(static_cast<__int128>(std::trunc(v)), dtype);
   if (!ok)
     detail::fail<DTypeError>(op, "the value ", v, " does not fit in ", dtype, ". Pass a dtype that holds it ",
-                             dtype == f32 ? "(fx::f64)." : "(a float dtype), or a value in range.");
+                             dtype == f32 || is_half(dtype) ? "(fx::f64)." : "(a float dtype), or a value in range.");
 }
 
 /// `shape` filled with `value` (already checked against dtype).
 template <class V> Tensor filled(const char* op, const Shape& shape, V value, DType dtype) {
   Tensor t = allocate(op, shape, dtype);
-  dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_storage_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v = detail::convert_scalar<T>(value);
     T* p = static_cast<T*>(t.array().data());
@@ -181,7 +183,7 @@ Tensor arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
     tensor_create::check_int("arange", start + (n - 1) * step, dtype);
   }
   Tensor t = tensor_create::allocate("arange", Shape{static_cast<int64_t>(n)}, dtype);
-  dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_storage_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(t.array().data());
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
@@ -201,7 +203,7 @@ Tensor linspace(double start, double stop, int64_t num, DType dtype) {
   for (int64_t i : {int64_t(0), num - 1})  // the values are monotonic: the ends decide the range
     if (i >= 0 && i < num && dtype != boolean) tensor_create::check_float("linspace", value(i), dtype);
   Tensor t = tensor_create::allocate("linspace", Shape{num}, dtype);
-  dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_storage_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(t.array().data());
     for (int64_t i = 0; i < num; ++i) p[i] = detail::convert_scalar<T>(value(i));
@@ -211,7 +213,7 @@ Tensor linspace(double start, double stop, int64_t num, DType dtype) {
 
 Tensor eye(int64_t n, DType dtype) {
   Tensor t = tensor_create::filled("eye", Shape{n, n}, 0, dtype);
-  dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_storage_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(t.array().data());
     for (int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
@@ -311,8 +313,12 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     return os << "Traced<" << t.aval() << ">with<" << tr.owner()->transform << ">";
   }
   // Device values are printed from a host copy: device memory is never read on the host.
-  const Tensor host = t.device().is_cpu() ? t : detail::copy_to_host(t);
-  dispatch_dtype(t.dtype(), [&](auto tag) {
+  Tensor host = t.device().is_cpu() ? t : detail::copy_to_host(t);
+  if (is_half(host.dtype())) {  // f16/bf16 print as their exact f32 values
+    std::vector<float> values = host.to_vector<float>();
+    host = from_vector(values, host.shape());
+  }
+  dispatch_dtype(host.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* data = static_cast<const T*>(host.array().data());
     const auto& dims = t.shape().dims();

@@ -12,6 +12,7 @@
 #include "fluxion/interpreter.hpp"
 #include "fluxion/primitive.hpp"
 #include "runtime/backend.hpp"
+#include "transforms/half_kernels.hpp"
 
 namespace fluxion {
 
@@ -161,7 +162,7 @@ std::vector<Tensor> eval_primitive(const Primitive& p, const std::vector<Tensor>
     detail::fail<NotImplementedError>(p.name.c_str(), "no ", backend_name(backend), " kernel for primitive '", p.name,
                                       "'.");
   for (const AbstractValue& a : out_avals) outputs.push_back(empty(a, device));
-  k(*in, params, outputs);
+  half_kernels::run_kernel(p, k, backend, *in, params, outputs);  // f16/bf16 equations compute in f32
   return outputs;
 }
 

@@ -14,6 +14,7 @@
 #include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/row_sums.hpp"
 #include "backends/cpu/tile_program_compiler.hpp"
+#include "transforms/half_kernels.hpp"
 #include "runtime/switches.hpp"
 
 #ifdef _OPENMP
@@ -294,7 +295,8 @@ void run_kernel_step(const Step& step, const RunState& s, std::vector<Tensor>& i
     std::vector<Tensor>& out;
     ~Clear() { in.clear(), out.clear(); }
   } clear{in, out};
-  step.fn(in, *e.params, out);
+  // Half-precision equations reach here only with the widen_half pass off: they compute in f32 one by one.
+  half_kernels::run_kernel(*e.primitive, step.fn, Backend::cpu, in, *e.params, out);
 }
 
 /// Runs a side-by-side step's rounds. A round of several parts runs them on as many threads, each

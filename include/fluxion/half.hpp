@@ -131,4 +131,10 @@ template <class T> inline constexpr bool is_half_storage_v =
 /// The type arithmetic on T runs in: float for the 16-bit storage types, T otherwise.
 template <class T> using compute_type_t = std::conditional_t<is_half_storage_v<T>, float, T>;
 
+/// `v` as the type arithmetic on it runs in (exact: a half becomes the float of equal value).
+template <class T> FLUXION_HALF_HD compute_type_t<T> to_compute(T v) {
+  if constexpr (is_half_storage_v<T>) return v.to_float();
+  else return v;
+}
+
 }  // namespace fluxion

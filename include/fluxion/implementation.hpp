@@ -93,3 +93,5 @@
 #include "src/ops_linalg.cpp"
 #include "src/ops_reduce.cpp"
 #include "src/ops_shape.cpp"
+#include "transforms/half_kernels.cpp"
+#include "passes/widen_half.cpp"

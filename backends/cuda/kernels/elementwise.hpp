@@ -44,7 +44,10 @@ template <class T> struct SelectBody {
 template <class From, class To> struct ConvertBody {
   const From* x;
   To* y;
-  FLUXION_HD void operator()(fx_index i) const { y[i] = scalar_functions::ConvertElementType<To>::apply(x[i]); }
+  // Halves are read as their exact float (fluxion/half.hpp) and written by their one rounding constructor.
+  FLUXION_HD void operator()(fx_index i) const {
+    y[i] = scalar_functions::ConvertElementType<To>::apply(to_compute(x[i]));
+  }
 };
 
 /// Whether the dtype set with bits `allowed` (a primitive's shape rule) holds T's dtype.
@@ -95,10 +98,11 @@ template <class Exec> void select_kernel(const std::vector<Tensor>& in, const Pa
   });
 }
 
+// Every storage dtype, f16 and bf16 included: the one kernel that reads and writes half values.
 template <class Exec> void convert_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
-  dispatch_dtype(in[0].dtype(), [&](auto from_tag) {
+  dispatch_storage_dtype(in[0].dtype(), [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
-    dispatch_dtype(out[0].dtype(), [&](auto to_tag) {
+    dispatch_storage_dtype(out[0].dtype(), [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
       Exec::for_each(out[0].size(), ConvertBody<From, To>{in[0].data<From>(), out[0].mutable_data<To>()});
     });
