@@ -12,8 +12,8 @@
 namespace fluxion::passes {
 namespace widen_half_detail {
 
-using primitives::conversion_family::ConvertElementTypeParams;
 using primitives::conversion_family::convert_element_type_p;
+using primitives::conversion_family::ConvertElementTypeParams;
 
 /// Appends `to = convert_element_type[new_dtype] from` to `out` and returns the new variable.
 int32_t append_convert(Jaxpr& out, const Atom& from, DType new_dtype) {
@@ -35,7 +35,8 @@ Jaxpr widen_half(const Jaxpr& jaxpr) {
     std::vector<AbstractValue> in_avals, out_avals;
     for (const Atom& a : e.inputs) in_avals.push_back(jaxpr.aval_of(a));
     for (int32_t v : e.outputs) out_avals.push_back(jaxpr.avals[v]);
-    const std::shared_ptr<const Params> wide = half_kernels::widened_params(*e.primitive, in_avals, out_avals, *e.params);
+    const std::shared_ptr<const Params> wide =
+        half_kernels::widened_params(*e.primitive, in_avals, out_avals, *e.params);
     if (!wide) {
       out.equations.push_back(e);
       continue;
@@ -45,7 +46,8 @@ Jaxpr widen_half(const Jaxpr& jaxpr) {
       if (!is_half(jaxpr.aval_of(a).dtype)) {
         f32_eqn.inputs.push_back(a);
       } else if (a.is_literal()) {  // rank 0: converted now, exactly
-        f32_eqn.inputs.push_back(Atom::of_literal(Tensor(from_vector(std::vector<float>{a.literal.item<float>()}, Shape{}))));
+        f32_eqn.inputs.push_back(
+            Atom::of_literal(Tensor(from_vector(std::vector<float>{a.literal.item<float>()}, Shape{}))));
       } else {
         auto it = widened.find(a.var);
         if (it == widened.end()) it = widened.emplace(a.var, append_convert(out, a, f32)).first;

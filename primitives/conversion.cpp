@@ -143,8 +143,8 @@ template <int Align> void convert_elements(const void* in, DType from, void* out
 void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
   const DType from = in[0].dtype(), to = params.as<ConvertElementTypeParams>().new_dtype;
   if (is_half(from) || is_half(to)) {
-    convert_half_elements(in[0].array("convert_element_type").data(), from,
-                          out[0].array("convert_element_type").data(), to, in[0].size());
+    convert_half_elements(in[0].array("convert_element_type").data(), from, out[0].array("convert_element_type").data(),
+                          to, in[0].size());
     return;
   }
   convert_elements<Eigen::Aligned64>(in[0].array("convert_element_type").data(), in[0].dtype(),
@@ -159,7 +159,8 @@ void convert_cpu_kernel(const std::vector<Tensor>& in, const Params& params, std
 void convert_block(DType from, const void* const* in, const bool* scalar, void* out, int64_t n, DType to) {
   if (is_half(from) || is_half(to)) {
     convert_half_elements(in[0], from, out, to, scalar[0] ? 1 : n);
-    if (scalar[0]) dispatch_storage_dtype(to, [&](auto tag) {
+    if (scalar[0])
+      dispatch_storage_dtype(to, [&](auto tag) {
         using To = typename decltype(tag)::type;
         std::fill(static_cast<To*>(out) + 1, static_cast<To*>(out) + n, static_cast<To*>(out)[0]);
       });

@@ -45,6 +45,9 @@ class Lowering {
   /// broadcast_in_dim equations may be fused (read by index mapping), and reduce_sum equations
   /// over contiguous axes may end a fused step (per-output sums of its blocks).
   virtual bool fuses_broadcasts_and_sums() const { return false; }
+  /// convert_element_type to or from f16/bf16 may be a member (its block kernel converts halves); otherwise
+  /// such conversions run as kernel steps between the fused f32 groups.
+  virtual bool fuses_half_conversions() const { return false; }
   /// Independent kernel steps may run side by side, one per thread, in rounds.
   virtual bool runs_side_by_side() const { return false; }
   /// Multiply-adds from which a kernel spreads itself over the threads (side-by-side cost model).

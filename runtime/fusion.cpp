@@ -46,8 +46,11 @@ std::optional<FusedReduction> fusible_reduction(const Jaxpr& jaxpr, const Equati
 
 bool fusible(const Jaxpr& jaxpr, const Equation& e, const Lowering& lowering) {
   const Primitive& p = *e.primitive;
-  // f16/bf16 values are only converted inside groups; other half equations (widen_half off) run alone, in f32.
-  if (&p != &primitives::conversion_family::convert_element_type_p()) {
+  // f16/bf16 values are only converted inside groups (where the backend's block kernel can); other half
+  // equations (widen_half off) run alone, in f32.
+  const bool half_conversion =
+      &p == &primitives::conversion_family::convert_element_type_p() && lowering.fuses_half_conversions();
+  if (!half_conversion) {
     for (const Atom& a : e.inputs)
       if (is_half(jaxpr.aval_of(a).dtype)) return false;
     for (int32_t v : e.outputs)

@@ -85,7 +85,8 @@ Tensor unit_floats(const Key& k, const Shape& shape, DType dtype) {
 
 void check_float_dtype(const char* op, DType dtype) {
   if (!is_floating(dtype))
-    detail::fail<DTypeError>(op, "samples floating dtypes (f32, f64, f16, bf16), got ", dtype, ". Convert the result instead.");
+    detail::fail<DTypeError>(op, "samples floating dtypes (f32, f64, f16, bf16), got ", dtype,
+                             ". Convert the result instead.");
 }
 
 /// `t` (any shape broadcasting to `shape`) broadcast to `shape`; ShapeError naming `what` otherwise.

@@ -26,8 +26,8 @@ void convert_into(const Tensor& x, DType to, Backend backend, Tensor& out) {
   runtime::ensure_kernel_table(backend);
   const Kernel k = convert.kernel(backend);
   if (!k)
-    detail::fail<NotImplementedError>("convert_element_type", "no ", backend_name(backend),
-                                      " kernel to convert ", x.aval(), " to ", to, ".");
+    detail::fail<NotImplementedError>("convert_element_type", "no ", backend_name(backend), " kernel to convert ",
+                                      x.aval(), " to ", to, ".");
   std::vector<Tensor> in{x}, outs{out};
   k(in, primitives::conversion_family::ConvertElementTypeParams(to), outs);
 }
@@ -70,7 +70,8 @@ void run_kernel(const Primitive& p, Kernel k, Backend backend, const std::vector
                           ". Report this with the function that reached it.");
   k(wide_in, *wide, wide_out);
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (is_half(outputs[i].dtype())) half_kernels_detail::convert_into(wide_out[i], outputs[i].dtype(), backend, outputs[i]);
+    if (is_half(outputs[i].dtype()))
+      half_kernels_detail::convert_into(wide_out[i], outputs[i].dtype(), backend, outputs[i]);
 }
 
 }  // namespace fluxion::half_kernels

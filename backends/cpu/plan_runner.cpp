@@ -346,6 +346,7 @@ class CpuLoweringView final : public runtime::Lowering {
     return l && l->row_block;
   }
   bool fuses_broadcasts_and_sums() const override { return true; }
+  bool fuses_half_conversions() const override { return true; }
   bool runs_side_by_side() const override { return true; }
   double threaded_work() const override { return kLargeWork; }
   runtime::TileView tile_view(const Primitive& p, const std::vector<AbstractValue>& in,

@@ -95,3 +95,4 @@
 #include "src/ops_shape.cpp"
 #include "transforms/half_kernels.cpp"
 #include "passes/widen_half.cpp"
+#include "src/amp.cpp"

@@ -1,0 +1,531 @@
+// f16 and bf16: conversions checked against exact references (every f16 bit pattern, a sample of bf16
+// ones), JAX's promotion table, arithmetic computed in f32 and rounded once (eager, jit with and without
+// the widen_half pass, vmap, grad), the registry samples run on half inputs, and fx::amp::LossScaler
+// training a bf16 MLP to the loss of its f32 twin.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fluxion/amp.hpp"
+#include "fluxion/fluxion.hpp"
+#include "runtime/switches.hpp"
+#include "samples.hpp"
+
+namespace fx = fluxion;
+
+namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+float bits_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+/// The exact value of a finite binary16 pattern from its fields (exponent 31 read as a normal exponent: 0x7c00
+/// is then 2^16, the "next value" after 65504 that round to nearest even overflows to).
+double f16_value(uint32_t h) {
+  const uint32_t e = (h >> 10) & 31, m = h & 1023;
+  const double mag = e == 0 ? std::ldexp(double(m), -24) : std::ldexp(double(1024 + m), int(e) - 25);
+  return (h & 0x8000) ? -mag : mag;
+}
+/// The same for bfloat16 (8 exponent bits, 7 mantissa bits, bias 127).
+double bf16_value(uint32_t h) {
+  const uint32_t e = (h >> 7) & 255, m = h & 127;
+  const double mag = e == 0 ? std::ldexp(double(m), -133) : std::ldexp(double(128 + m), int(e) - 134);
+  return (h & 0x8000) ? -mag : mag;
+}
+
+/// Elementwise comparison of two tensors of any dtype through f64: NaN equals NaN, infinities equal, finite
+/// values within atol + rtol * |want|. Returns "" or the first mismatch.
+std::string close(const fx::Tensor& got, const fx::Tensor& want, double rtol, double atol) {
+  if (got.shape() != want.shape()) return "shapes differ";
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (std::isinf(w[i]) && g[i] == w[i]) continue;
+    if (!(std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]))) {
+      std::ostringstream os;
+      os << "at flat index " << i << ": got " << g[i] << ", want " << w[i];
+      return os.str();
+    }
+  }
+  return "";
+}
+
+/// Bitwise equality of two tensors of the same dtype (NaNs with equal bits equal).
+bool same_bits(const fx::Tensor& a, const fx::Tensor& b) {
+  if (a.aval() != b.aval()) return false;
+  const fx::Tensor x = a.device().is_cpu() ? a : fx::device_put(a, fx::Device::cpu());
+  const fx::Tensor y = b.device().is_cpu() ? b : fx::device_put(b, fx::Device::cpu());
+  return std::memcmp(x.array().data(), y.array().data(), static_cast<size_t>(x.size() * fx::dtype_size(x.dtype()))) ==
+         0;
+}
+
+}  // namespace
+
+// ---- conversions ----
+
+TEST_CASE("half: every f16 bit pattern converts to its exact float value") {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = fx::float16_t::from_bits(static_cast<uint16_t>(h)).to_float();
+    const uint32_t e = (h >> 10) & 31, m = h & 1023;
+    CAPTURE(h);
+    if (e == 31 && m != 0) {
+      REQUIRE(std::isnan(f));
+      CHECK(std::signbit(f) == bool(h & 0x8000));
+    } else if (e == 31) {
+      REQUIRE(f == ((h & 0x8000) ? -INFINITY : INFINITY));
+    } else {
+      REQUIRE(double(f) == f16_value(h));
+      CHECK(std::signbit(f) == bool(h & 0x8000));  // -0 stays -0
+    }
+  }
+}
+
+TEST_CASE("half: float -> f16 rounds to nearest, ties to even, for every f16 value and every midpoint") {
+  int64_t checks = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint32_t e = (h >> 10) & 31;
+    if (e == 31) continue;  // Inf and NaN: below
+    CAPTURE(h);
+    const double v = f16_value(h);
+    // The value itself, from float and from double.
+    REQUIRE(fx::float16_t(float(v)).bits == h);
+    REQUIRE(fx::float16_t(v).bits == h);
+    // The midpoint to the next magnitude (exact in float: 12 significant bits) goes to the even neighbour.
+    const uint32_t next = h + 1;  // same sign, next magnitude; 0x7bff + 1 is Inf
+    const double mid = (v + f16_value(next)) / 2;
+    const uint32_t even = (h & 1) == 0 ? h : next;
+    REQUIRE(fx::float16_t(float(mid)).bits == even);
+    REQUIRE(fx::float16_t(mid).bits == even);
+    // One float ulp either side of the midpoint rounds to the nearer neighbour.
+    const float toward = std::nextafter(float(mid), float(v)), away = std::nextafter(float(mid), float(2 * mid - v));
+    REQUIRE(fx::float16_t(toward).bits == h);
+    REQUIRE(fx::float16_t(away).bits == next);
+    // Double precision just past the midpoint: one rounding, not two (through f32 this would be the tie).
+    const double past = mid + (mid - v) * 0x1p-30;
+    if (mid != 0) REQUIRE(fx::float16_t(past).bits == next);
+    checks += 7;
+  }
+  CHECK(checks > 400000);
+}
+
+TEST_CASE("half: f16 keeps infinities, quiets NaNs and overflows to infinity") {
+  CHECK(fx::float16_t(INFINITY).bits == 0x7c00);
+  CHECK(fx::float16_t(-INFINITY).bits == 0xfc00);
+  CHECK(fx::float16_t(65504.0f).bits == 0x7bff);
+  CHECK(fx::float16_t(65519.99f).bits == 0x7bff);
+  CHECK(fx::float16_t(65520.0f).bits == 0x7c00);  // the tie above the largest finite value overflows
+  CHECK(fx::float16_t(1e10).bits == 0x7c00);
+  CHECK(fx::float16_t(-1e300).bits == 0xfc00);
+  CHECK(fx::float16_t(1e-300).bits == 0x0000);  // underflow keeps the sign
+  CHECK(fx::float16_t(-1e-300).bits == 0x8000);
+  CHECK(fx::float16_t(0x1p-25).bits == 0x0000);              // half the smallest subnormal: tie to even (zero)
+  CHECK(fx::float16_t(0x1p-25 * 1.0000001).bits == 0x0001);  // just above it
+  for (uint32_t nan : {0x7fc00000u, 0x7f800001u, 0xffc00001u, 0x7fbfffffu}) {
+    const fx::float16_t h(bits_float(nan));
+    CAPTURE(nan);
+    CHECK((h.bits & 0x7c00) == 0x7c00);
+    CHECK((h.bits & 0x0200) != 0);  // quiet
+    CHECK(bool(h.bits & 0x8000) == bool(nan >> 31));
+    CHECK(std::isnan(h.to_float()));
+  }
+  CHECK(std::isnan(fx::float16_t(std::numeric_limits<double>::signaling_NaN()).to_float()));
+}
+
+TEST_CASE("half: bf16 converts exactly for every exponent, rounds ties to even, keeps Inf and NaN") {
+  int64_t checks = 0;
+  for (uint32_t sign : {0u, 0x8000u})
+    for (uint32_t e = 0; e < 255; ++e)
+      for (uint32_t m : {0u, 1u, 2u, 63u, 64u, 85u, 126u, 127u}) {
+        const uint32_t h = sign | (e << 7) | m;
+        CAPTURE(h);
+        const double v = bf16_value(h);
+        const float f = fx::bfloat16_t::from_bits(static_cast<uint16_t>(h)).to_float();
+        REQUIRE(double(f) == v);
+        REQUIRE(float_bits(f) == h << 16);
+        REQUIRE(fx::bfloat16_t(f).bits == h);
+        REQUIRE(fx::bfloat16_t(v).bits == h);
+        const uint32_t next = h + 1;
+        const double mid = (v + bf16_value(next)) / 2;  // exact in float: 9 significant bits
+        REQUIRE(fx::bfloat16_t(float(mid)).bits == ((h & 1) == 0 ? h : next));
+        REQUIRE(fx::bfloat16_t(std::nextafter(float(mid), float(v))).bits == h);
+        REQUIRE(fx::bfloat16_t(std::nextafter(float(mid), float(2 * mid - v))).bits == next);
+        checks += 6;
+      }
+  CHECK(checks > 20000);
+  CHECK(fx::bfloat16_t(INFINITY).bits == 0x7f80);
+  CHECK(fx::bfloat16_t(-INFINITY).bits == 0xff80);
+  CHECK(fx::bfloat16_t(std::numeric_limits<float>::max()).bits == 0x7f80);  // rounds past the largest bf16
+  CHECK(fx::bfloat16_t(3.3895313892515355e38).bits == 0x7f7f);              // the largest bf16
+  const fx::bfloat16_t nan(bits_float(0x7f800001u));                        // signalling: quieted, still NaN
+  CHECK((nan.bits & 0x7fc0) == 0x7fc0);
+  CHECK(std::isnan(nan.to_float()));
+  CHECK(std::isinf(fx::bfloat16_t::from_bits(0x7f80).to_float()));
+}
+
+TEST_CASE("half: convert_element_type kernels agree with the scalar conversions on every backend") {
+  // Every f16 value, every midpoint and the specials, as f32 and f64 tensors.
+  std::vector<float> values;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    values.push_back(fx::float16_t::from_bits(static_cast<uint16_t>(h)).to_float());
+    if (((h >> 10) & 31) < 31) values.push_back(float((f16_value(h) + f16_value(h + 1)) / 2));
+  }
+  const fx::Tensor x32 = fx::from_vector(values);
+  const fx::Tensor x64 = fx::astype(x32, fx::f64);
+  const auto& convert = *fx::find_primitive("convert_element_type");
+  for (fx::Backend b : {fx::Backend::cpu, fx::Backend::reference, fx::Backend::cuda_emulated}) {
+    CAPTURE(fx::backend_name(b));
+    for (fx::DType to : {fx::f16, fx::bf16}) {
+      CAPTURE(to);
+      fx::Jaxpr j = fx::make_jaxpr([&](const fx::Tensor& t) { return fx::astype(t, to); })(x32);
+      const fx::Params& params = *j.equations[0].params;
+      for (const fx::Tensor& x : {x32, x64}) {
+        const fx::Tensor h = fx::eval_primitive(convert, {x}, params, b)[0];
+        REQUIRE(h.dtype() == to);
+        const std::vector<double> src = x.to_vector<double>();
+        const auto* bits = static_cast<const uint16_t*>(h.array().data());
+        for (size_t i = 0; i < src.size(); ++i) {
+          const uint16_t want = to == fx::f16 ? fx::float16_t(src[i]).bits : fx::bfloat16_t(src[i]).bits;
+          if (bits[i] != want) FAIL_CHECK("element " << i << " (" << src[i] << "): " << bits[i] << " != " << want);
+        }
+        // Back to f32 and f64: exact.
+        fx::Jaxpr back = fx::make_jaxpr([&](const fx::Tensor& t) { return fx::astype(t, x.dtype()); })(h);
+        const fx::Tensor w = fx::eval_primitive(convert, {h}, *back.equations[0].params, b)[0];
+        CHECK(close(w, fx::astype(h, x.dtype()), 0, 0).empty());
+      }
+      // Integers and bool, both ways (float -> int saturates, NaN -> 0, as for f32).
+      const fx::Tensor ints = fx::tensor<int32_t>({-70000, -2049, -3, 0, 5, 2049, 70000});
+      const fx::Tensor hi = fx::astype(ints, to);
+      CHECK(close(hi, fx::astype(fx::astype(ints, fx::f64), to), 0, 0).empty());
+      const fx::Tensor back = fx::astype(fx::astype(fx::tensor<float>({NAN, -INFINITY, 2.5f, 1e9f}), to), fx::i32);
+      CHECK(back.to_vector<int32_t>() ==
+            std::vector<int32_t>{0, std::numeric_limits<int32_t>::min(), 2,
+                                 to == fx::f16 ? std::numeric_limits<int32_t>::max() : 999817216});
+      CHECK(fx::astype(fx::astype(fx::tensor<bool>({true, false}), to), fx::boolean).to_vector<bool>() ==
+            std::vector<bool>{true, false});
+    }
+  }
+}
+
+// ---- dtypes and promotion ----
+
+TEST_CASE("half: names, sizes, sets and JAX's promotion lattice") {
+  CHECK(std::string(fx::dtype_name(fx::f16)) == "f16");
+  CHECK(std::string(fx::dtype_name(fx::bf16)) == "bf16");
+  CHECK(fx::dtype_size(fx::f16) == 2);
+  CHECK(fx::dtype_size(fx::bf16) == 2);
+  CHECK(static_cast<int>(fx::f16) == 5);  // codes are stable: files and hashes use them
+  CHECK(static_cast<int>(fx::bf16) == 6);
+  CHECK(fx::is_floating(fx::f16));
+  CHECK(fx::is_floating(fx::bf16));
+  CHECK(fx::kFloating.contains(fx::bf16));
+  CHECK(fx::kNumeric.contains(fx::f16));
+  CHECK(!fx::kInteger.contains(fx::f16));
+  CHECK(fx::kFloating.describe() == "f32, f64, f16, bf16");
+  using fx::DType;
+  const DType b = fx::boolean, i = fx::i32, l = fx::i64, s = fx::f32, d = fx::f64, h = fx::f16, z = fx::bf16;
+  // JAX's jnp.promote_types on these types (x64 mode for i64/f64).
+  const DType order[7] = {b, i, l, h, z, s, d};
+  const DType table[7][7] = {
+      {b, i, l, h, z, s, d},  // bool
+      {i, i, l, h, z, s, d},  // i32
+      {l, l, l, h, z, s, d},  // i64
+      {h, h, h, h, s, s, d},  // f16
+      {z, z, z, s, z, s, d},  // bf16
+      {s, s, s, s, s, s, d},  // f32
+      {d, d, d, d, d, d, d},  // f64
+  };
+  for (int r = 0; r < 7; ++r)
+    for (int c = 0; c < 7; ++c) {
+      CAPTURE(order[r]);
+      CAPTURE(order[c]);
+      CHECK(fx::promote_types(order[r], order[c]) == table[r][c]);
+    }
+  // The op layer promotes with it, weak scalars keep the half dtype.
+  const fx::Tensor x = fx::astype(fx::tensor<float>({1, 2}), fx::f16);
+  CHECK((x + fx::tensor<int32_t>({1, 1})).dtype() == fx::f16);
+  CHECK((x + fx::astype(fx::tensor<float>({1, 1}), fx::bf16)).dtype() == fx::f32);
+  CHECK((x * 2.0).dtype() == fx::f16);
+  CHECK((x + fx::tensor<double>({1, 1})).dtype() == fx::f64);
+}
+
+TEST_CASE("half: creation, reading, printing and errors") {
+  const fx::Tensor z = fx::zeros(fx::Shape{2, 2}, fx::bf16);
+  CHECK(z.dtype() == fx::bf16);
+  CHECK(fx::full(fx::Shape{3}, 0.1, fx::f16).to_vector<float>() ==
+        std::vector<float>(3, fx::float16_t(0.1).to_float()));
+  CHECK(fx::eye(2, fx::f16).to_vector<double>() == std::vector<double>{1, 0, 0, 1});
+  CHECK(fx::arange(4, fx::bf16).to_vector<int>() == std::vector<int>{0, 1, 2, 3});
+  CHECK(fx::linspace(0, 1, 3, fx::f16).to_vector<double>() == std::vector<double>{0, 0.5, 1});
+  CHECK(fx::scalar(fx::float16_t(1.5)).item<double>() == 1.5);
+  CHECK(fx::from_vector(std::vector<fx::bfloat16_t>{fx::bfloat16_t(3.0)}).dtype() == fx::bf16);
+  std::ostringstream os;
+  os << fx::astype(fx::tensor<float>({0.1f, 2}), fx::f16);
+  CHECK(os.str() == "[0.09997559 2.        ]");
+  // A finite value the dtype cannot hold is an error, as for f32.
+  CHECK_THROWS_AS(fx::full(fx::Shape{}, 1e5, fx::f16), fx::DTypeError);
+  CHECK_NOTHROW(fx::full(fx::Shape{}, 1e30, fx::bf16));
+  CHECK_NOTHROW(fx::full(fx::Shape{}, INFINITY, fx::f16));
+  // Jaxprs print half literals and avals by name.
+  const fx::Tensor x = fx::astype(fx::tensor<float>({1, 2}), fx::bf16);
+  std::ostringstream jp;
+  jp << fx::make_jaxpr([](const fx::Tensor& t) { return t * 0.5; })(x);
+  CHECK(jp.str().find("bf16[2]") != std::string::npos);
+  CHECK(jp.str().find("0.5:bf16[]") != std::string::npos);
+  // Random samples in half dtypes are f32 samples rounded.
+  const fx::random::Key key = fx::random::key(3);
+  CHECK(fx::random::normal(key, fx::Shape{4}, fx::f16).dtype() == fx::f16);
+  CHECK(close(fx::random::uniform(key, fx::Shape{8}, fx::bf16),
+              fx::astype(fx::random::uniform(key, fx::Shape{8}, fx::f32), fx::bf16), 0, 0)
+            .empty());
+}
+
+// ---- arithmetic in f32 ----
+
+TEST_CASE("half: elementwise results are the f32 results rounded once, eagerly and under jit") {
+  const fx::Tensor x32 = fx::testing::random_tensor(fx::Shape{257}, fx::f32, 7, -3, 3);
+  const fx::Tensor y32 = fx::testing::random_tensor(fx::Shape{257}, fx::f32, 8, 0.5, 3);
+  auto f = [](const fx::Tensor& a, const fx::Tensor& b) { return fx::tanh(a) * fx::exp(a / b) + fx::sqrt(b) - 1.0; };
+  for (fx::DType h : {fx::f16, fx::bf16}) {
+    CAPTURE(h);
+    const fx::Tensor x = fx::astype(x32, h), y = fx::astype(y32, h);
+    // Each op rounds: the same chain written with explicit f32 math and a rounding after every op.
+    auto r = [&](const fx::Tensor& t) { return fx::astype(fx::astype(t, h), fx::f32); };
+    const fx::Tensor xa = r(x), ya = r(y);
+    const fx::Tensor want = fx::astype(r(r(r(fx::tanh(xa)) * r(fx::exp(r(xa / ya)))) + r(fx::sqrt(ya))) - 1.0, h);
+    const fx::Tensor eager = f(x, y);
+    REQUIRE(eager.dtype() == h);
+    CHECK(same_bits(eager, want));
+    CHECK(same_bits(fx::jit(f)(x, y), want));
+    fx::runtime::set_disabled("widen_half");  // one equation at a time in f32, unfused
+    CHECK(same_bits(fx::jit(f)(x, y), want));
+    fx::runtime::set_disabled("");
+  }
+}
+
+TEST_CASE("half: reductions and products accumulate in f32") {
+  // 4096 ones: a bf16 (or f16 above 2048) running sum would stall; the f32 accumulator gives 4096 exactly.
+  for (fx::DType h : {fx::f16, fx::bf16}) {
+    CAPTURE(h);
+    const fx::Tensor ones = fx::ones(fx::Shape{4096}, h);
+    CHECK(fx::sum(ones).dtype() == h);
+    CHECK(fx::sum(ones).item<double>() == 4096);
+    CHECK(fx::jit([](const fx::Tensor& t) { return fx::sum(t); })(ones).item<double>() == 4096);
+    CHECK(fx::matmul(ones, ones).item<double>() == 4096);
+    CHECK(fx::jit([](const fx::Tensor& a) { return fx::matmul(a, a); })(ones).item<double>() == 4096);
+    // Products of 2 x 2 blocks: the f32 product rounded once.
+    const fx::Tensor a = fx::astype(fx::testing::random_tensor(fx::Shape{16, 64}, fx::f32, 1), h);
+    const fx::Tensor b = fx::astype(fx::testing::random_tensor(fx::Shape{64, 8}, fx::f32, 2), h);
+    const fx::Tensor want = fx::astype(fx::matmul(fx::astype(a, fx::f32), fx::astype(b, fx::f32)), h);
+    CHECK(same_bits(fx::matmul(a, b), want));
+    CHECK(close(fx::jit([](const fx::Tensor& p, const fx::Tensor& q) { return fx::matmul(p, q); })(a, b), want, 0, 0)
+              .empty());
+  }
+}
+
+TEST_CASE("half: grad, vmap and jit of half-precision functions") {
+  auto loss = [](const fx::Tensor& w) { return fx::sum(fx::sin(w) * w); };
+  const fx::Tensor w32 = fx::testing::random_tensor(fx::Shape{33}, fx::f32, 5);
+  for (fx::DType h : {fx::f16, fx::bf16}) {
+    CAPTURE(h);
+    const double eps = h == fx::f16 ? 0x1p-10 : 0x1p-7;
+    const fx::Tensor w = fx::astype(w32, h);
+    const fx::Tensor g = fx::grad(loss)(w);
+    REQUIRE(g.dtype() == h);
+    const fx::Tensor wf = fx::astype(w, fx::f32);
+    const fx::Tensor exact = fx::cos(wf) * wf + fx::sin(wf);  // d/dw sum(sin(w) w)
+    CHECK(close(g, exact, 4 * eps, 4 * eps).empty());
+    CHECK(same_bits(fx::jit(fx::grad(loss))(w), g));
+    // vmap over rows equals the loop over rows.
+    const fx::Tensor m = fx::astype(fx::testing::random_tensor(fx::Shape{4, 6}, fx::f32, 6), h);
+    auto row = [](const fx::Tensor& r) { return fx::sum(fx::exp(r) * 0.5); };
+    const fx::Tensor batched = fx::vmap(row)(m);
+    REQUIRE(batched.dtype() == h);
+    for (int64_t i = 0; i < 4; ++i) {
+      const fx::Tensor mi = fx::reshape(fx::slice(m, {i, 0}, {i + 1, 6}), fx::Shape{6});
+      CHECK(fx::reshape(fx::slice(batched, {i}, {i + 1}), fx::Shape{}).item<double>() == row(mi).item<double>());
+    }
+    CHECK(same_bits(fx::jit(fx::vmap(row))(m), batched));
+    // Control flow on half carries: each body equation widened where it runs.
+    auto body = [](const fx::Tensor& c) { return c * 1.5 + 0.25; };
+    const fx::Tensor c0 = fx::astype(fx::tensor<float>({1, 2}), h);
+    const fx::Tensor looped = fx::fori_loop(
+        0, 3, [&](const fx::Tensor&, const fx::Tensor& c) { return body(c); }, c0);
+    CHECK(same_bits(looped, body(body(body(c0)))));
+  }
+}
+
+// ---- the registry samples on half inputs ----
+
+// Tolerance: the f32 sample on the half-rounded inputs, rounded to the half dtype, is what eval computes, so
+// most outputs match exactly; samples whose function builds f32 values of its own (its constants are then
+// f32 and promote), or computes a result in several rounded steps, may differ by rounding: atol + rtol * |want|
+// with rtol = 4 ulps of the half dtype (f16 2^-8, bf16 2^-5) and atol = the same (values near zero after
+// cancellation).
+TEST_CASE("half: registry samples on bf16 and f16 give the f32 results rounded (eager and jit)") {
+  int64_t checked = 0, exact = 0;
+  std::vector<std::string> skipped;
+  for (const auto& [name, family] : fx::testing::sample_registry()) {
+    for (const fx::testing::Sample& s : family.make(fx::f32)) {
+      if (s.collective_form) continue;
+      bool any_f32 = false;
+      for (const fx::Tensor& t : s.inputs) any_f32 = any_f32 || t.dtype() == fx::f32;
+      if (!any_f32) continue;
+      for (fx::DType h : {fx::bf16, fx::f16}) {
+        CAPTURE(name);
+        CAPTURE(s.label);
+        CAPTURE(h);
+        const double tol = h == fx::f16 ? 0x1p-8 : 0x1p-5;
+        std::vector<fx::Tensor> half_in, rounded_in;
+        for (const fx::Tensor& t : s.inputs) {
+          const bool cast = t.dtype() == fx::f32;
+          half_in.push_back(cast ? fx::astype(t, h) : t);
+          rounded_in.push_back(cast ? fx::astype(half_in.back(), fx::f32) : t);
+        }
+        std::vector<fx::Tensor> want, got;
+        try {
+          want = s.fn(rounded_in);
+          got = s.fn(half_in);
+        } catch (const fx::Error& e) {
+          // Samples that mix their own f32 values with the inputs are typed for f32 only.
+          skipped.push_back(name + "/" + s.label + " (" + fx::dtype_name(h) + "): " + e.what());
+          continue;
+        }
+        REQUIRE(got.size() == want.size());
+        for (size_t k = 0; k < got.size(); ++k) {
+          CAPTURE(k);
+          const fx::Tensor w = want[k].dtype() == fx::f32 && got[k].dtype() == h ? fx::astype(want[k], h) : want[k];
+          if (w.dtype() != got[k].dtype()) {  // a sample's own f32 constant promoted the result
+            CHECK(got[k].dtype() == fx::f32);
+          }
+          const std::string diff = close(got[k], w, tol, tol);
+          CHECK_MESSAGE(diff.empty(), diff);
+          exact += w.dtype() == got[k].dtype() && same_bits(got[k], w);
+          ++checked;
+        }
+        // jit (the widen_half pass, then fusion) gives eager's values.
+        std::vector<fx::Tensor> jitted = fx::jit([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(half_in);
+        for (size_t k = 0; k < got.size(); ++k) CHECK_MESSAGE(close(jitted[k], got[k], tol, tol).empty(), "jit");
+      }
+    }
+  }
+  std::cout << "[half] " << checked << " sample outputs on bf16/f16 (" << exact << " bit for bit), " << skipped.size()
+            << " samples typed for f32 only\n";
+  for (const std::string& s : skipped) std::cout << "  skipped " << s << "\n";
+  CHECK(checked > 300);
+  CHECK(exact * 10 > checked * 8);  // most are the f32 result rounded once, exactly
+}
+
+// ---- loss scaling ----
+
+TEST_CASE("amp: LossScaler grows, backs off, skips non-finite steps and validates its options") {
+  fx::amp::LossScaler scaler(fx::amp::LossScalerOptions{1024.0, 2.0, 0.5, 3});
+  CHECK(scaler.get_scale() == 1024);
+  const fx::Tensor loss = fx::astype(fx::tensor<float>({0.5f}), fx::f16);
+  CHECK(scaler.scale(loss).dtype() == fx::f16);
+  CHECK(scaler.scale(loss).to_vector<double>() == std::vector<double>{512});
+  std::vector<fx::Tensor> grads{fx::astype(fx::tensor<float>({1024, -2048}), fx::f16)};
+  std::vector<fx::Tensor> unscaled = scaler.unscale(grads);
+  CHECK(unscaled[0].dtype() == fx::f32);
+  CHECK(unscaled[0].to_vector<double>() == std::vector<double>{1, -2});
+  int applied = 0;
+  for (int i = 0; i < 3; ++i) CHECK(scaler.step(grads, [&](const std::vector<fx::Tensor>&) { ++applied; }));
+  CHECK(applied == 3);
+  CHECK(scaler.get_scale() == 2048);  // grown after growth_interval finite steps
+  CHECK(scaler.growth_tracker() == 0);
+  std::vector<fx::Tensor> bad{fx::tensor<float>({1, INFINITY}), fx::tensor<float>({NAN})};
+  CHECK(!fx::amp::LossScaler::all_finite(bad));
+  CHECK(!scaler.step(bad, [&](const std::vector<fx::Tensor>&) { ++applied; }));
+  CHECK(applied == 3);
+  CHECK(scaler.get_scale() == 1024);
+  CHECK(scaler.skipped_steps() == 1);
+  CHECK_THROWS_AS(fx::amp::LossScaler(fx::amp::LossScalerOptions{0.0}), fx::Error);
+  CHECK_THROWS_AS(fx::amp::LossScaler(fx::amp::LossScalerOptions{1.0, 1.0}), fx::Error);
+  CHECK_THROWS_AS(fx::amp::LossScaler(fx::amp::LossScalerOptions{1.0, 2.0, 1.5}), fx::Error);
+  CHECK_THROWS_AS(fx::amp::LossScaler(fx::amp::LossScalerOptions{1.0, 2.0, 0.5, 0}), fx::Error);
+  try {
+    fx::amp::LossScaler(fx::amp::LossScalerOptions{-1.0});
+  } catch (const fx::Error& e) {
+    CHECK(std::string(e.what()).rfind("[amp.LossScaler] init_scale must be positive", 0) == 0);
+  }
+}
+
+namespace {
+
+/// A two-layer tanh MLP regressing a smooth function with noise: params in f32 (master weights), forward pass
+/// in `compute` (f32, or bf16 / f16 through converts), mean squared error.
+struct Mlp {
+  fx::Tensor x, y;
+  explicit Mlp(int64_t n) {
+    x = fx::testing::random_tensor(fx::Shape{n, 4}, fx::f32, 11, -1, 1);
+    const fx::Tensor noise = fx::testing::random_tensor(fx::Shape{n, 1}, fx::f32, 12, -0.1, 0.1);
+    y = fx::sin(fx::sum(x, {1}, true) * 1.5) + noise;
+  }
+  static std::vector<fx::Tensor> init() {
+    return {fx::testing::random_tensor(fx::Shape{4, 32}, fx::f32, 13, -0.5, 0.5), fx::zeros(fx::Shape{32}, fx::f32),
+            fx::testing::random_tensor(fx::Shape{32, 1}, fx::f32, 14, -0.5, 0.5)};
+  }
+  fx::Tensor loss(const std::vector<fx::Tensor>& p, fx::DType compute) const {
+    auto c = [&](const fx::Tensor& t) { return fx::astype(t, compute); };
+    const fx::Tensor h = fx::tanh(fx::matmul(c(x), c(p[0])) + c(p[1]));
+    const fx::Tensor d = fx::matmul(h, c(p[2])) - c(y);
+    return fx::mean(d * d);
+  }
+};
+
+/// 100 SGD steps; with a LossScaler for the half dtypes. Returns the final f32 loss of the trained params.
+double train(const Mlp& mlp, fx::DType compute, fx::amp::LossScaler* scaler) {
+  std::vector<fx::Tensor> p = Mlp::init();
+  const double lr = 0.2;
+  for (int step = 0; step < 100; ++step) {
+    if (!scaler) {
+      auto g = fx::grad([&](const std::vector<fx::Tensor>& q) { return mlp.loss(q, compute); })(p);
+      for (size_t i = 0; i < p.size(); ++i) p[i] = p[i] - g[i] * lr;
+      continue;
+    }
+    auto g = fx::grad([&](const std::vector<fx::Tensor>& q) { return scaler->scale(mlp.loss(q, compute)); })(p);
+    scaler->step(g, [&](const std::vector<fx::Tensor>& grads) {
+      for (size_t i = 0; i < p.size(); ++i) p[i] = p[i] - grads[i] * lr;
+    });
+  }
+  return mlp.loss(p, fx::f32).item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("amp: a bf16 MLP trained 100 steps with the loss scaler ends within 1% of the f32 loss") {
+  const Mlp mlp(256);
+  const double initial = mlp.loss(Mlp::init(), fx::f32).item<double>();
+  const double f32_loss = train(mlp, fx::f32, nullptr);
+  fx::amp::LossScaler bf16_scaler;
+  const double bf16_loss = train(mlp, fx::bf16, &bf16_scaler);
+  fx::amp::LossScaler f16_scaler;
+  const double f16_loss = train(mlp, fx::f16, &f16_scaler);
+  // f16 overflows above 65504: a scale of 2^24 makes the scaled loss infinite, so the first steps are skipped
+  // and the scale backs off until the gradients are finite; training then proceeds.
+  fx::amp::LossScaler high_scaler(fx::amp::LossScalerOptions{0x1p24});
+  const double high_loss = train(mlp, fx::f16, &high_scaler);
+  std::cout << "[half] MLP loss: initial " << initial << ", f32 " << f32_loss << ", bf16 " << bf16_loss << " (scale "
+            << bf16_scaler.get_scale() << "), f16 " << f16_loss << " (scale " << f16_scaler.get_scale() << ", "
+            << f16_scaler.skipped_steps() << " steps skipped), f16 from 2^24 " << high_loss << " (scale "
+            << high_scaler.get_scale() << ", " << high_scaler.skipped_steps() << " steps skipped)\n";
+  CHECK(f32_loss < 0.5 * initial);  // it trained
+  CHECK(std::fabs(bf16_loss - f32_loss) <= 0.01 * f32_loss);
+  CHECK(std::fabs(f16_loss - f32_loss) <= 0.01 * f32_loss);
+  CHECK(high_scaler.skipped_steps() >= 1);
+  CHECK(high_scaler.get_scale() < 0x1p24);
+  CHECK(high_loss < 0.5 * initial);
+}
