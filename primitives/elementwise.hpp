@@ -21,6 +21,10 @@ namespace fluxion::primitives {
 
 /// Result dtype of an elementwise Op applied to elements of dtype `d`.
 template <class Op, int Arity> DType elementwise_result_dtype(DType d) {
+  if (is_half(d)) {  // computed in f32: a floating result keeps the half dtype, a predicate stays bool
+    const DType r = elementwise_result_dtype<Op, Arity>(f32);
+    return r == f32 ? d : r;
+  }
   return dispatch_dtype(d, [](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!Op::dtypes.contains(dtype_of_v<T>)) {

@@ -38,8 +38,13 @@ Tensor triangle_mask(const Tensor& like, bool lower, bool with_diagonal, double 
       if (i == j) m[static_cast<size_t>(i * n + j)] = with_diagonal ? diagonal_value : 0.0;
       else if ((i > j) == lower) m[static_cast<size_t>(i * n + j)] = 1.0;
   // Built concrete in the dtype (no conversion to trace), then moved to `like`'s device.
-  Tensor mask = like.dtype() == f32 ? from_vector(std::vector<float>(m.begin(), m.end()), Shape{n, n})
-                                    : from_vector(m, Shape{n, n});
+  Tensor mask = dispatch_storage_dtype(like.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<T> values;
+    values.reserve(m.size());
+    for (double v : m) values.push_back(static_cast<T>(v));  // in like's dtype: nothing to convert while tracing
+    return from_vector(values, Shape{n, n});
+  });
   mask = device_put(mask, like.device());
   return lax::broadcast_in_dim(mask, like.shape(), {r - 2, r - 1});
 }

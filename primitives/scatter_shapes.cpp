@@ -158,7 +158,7 @@ size_t ScatterParams::hash() const {
 }
 
 double default_fill(DType dtype) {
-  if (dtype == f32 || dtype == f64) return std::numeric_limits<double>::quiet_NaN();
+  if (is_floating(dtype)) return std::numeric_limits<double>::quiet_NaN();
   if (dtype == i32) return std::numeric_limits<int32_t>::min();
   if (dtype == i64) return static_cast<double>(std::numeric_limits<int64_t>::min());
   return 1.0;  // bool: true

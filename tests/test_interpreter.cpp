@@ -128,5 +128,5 @@ TEST_CASE("eager: inputs on different devices or empty handles are rejected with
   CHECK(message_of<fx::Error>([] { lax::sin(fx::Tensor()); }) ==
         "[sin] an input is an empty (default-constructed) Tensor. Assign it a value first.");
   CHECK(message_of<fx::DTypeError>([] { lax::sin(fx::arange(3)); }) ==
-        "[sin] got an operand of type i32[3]; sin accepts f32, f64. Convert it with fx::astype first.");
+        "[sin] got an operand of type i32[3]; sin accepts f32, f64, f16, bf16. Convert it with fx::astype first.");
 }
