@@ -74,6 +74,23 @@ bool same_bits(const fx::Tensor& a, const fx::Tensor& b) {
          0;
 }
 
+/// 1 + the largest finite |element| of `t` (a scale for absolute tolerances; NaN and Inf compare as such).
+double largest_finite(const fx::Tensor& t) {
+  double scale = 1;
+  if (fx::is_floating(t.dtype()))
+    for (double v : t.to_vector<double>())
+      if (std::isfinite(v)) scale = std::max(scale, 1 + std::fabs(v));
+  return scale;
+}
+
+/// Element `i` of `t` along axis 0.
+fx::Tensor row_of(const fx::Tensor& t, int64_t i) {
+  std::vector<int64_t> start(static_cast<size_t>(t.ndim()), 0), limit = t.shape().dims();
+  start[0] = i;
+  limit[0] = i + 1;
+  return fx::reshape(fx::slice(t, start, limit), std::vector<int64_t>(limit.begin() + 1, limit.end()));
+}
+
 }  // namespace
 
 // ---- conversions ----
@@ -378,7 +395,7 @@ TEST_CASE("half: grad, vmap and jit of half-precision functions") {
 // f32 and promote), or computes a result in several rounded steps, may differ by rounding: atol + rtol * |want|
 // with rtol = 4 ulps of the half dtype (f16 2^-8, bf16 2^-5) and atol = the same (values near zero after
 // cancellation).
-TEST_CASE("half: registry samples on bf16 and f16 give the f32 results rounded (eager and jit)") {
+TEST_CASE("half: registry samples on bf16 and f16 give the f32 results rounded (eager, vmap and jit)") {
   int64_t checked = 0, exact = 0;
   std::vector<std::string> skipped;
   for (const auto& [name, family] : fx::testing::sample_registry()) {
@@ -419,6 +436,24 @@ TEST_CASE("half: registry samples on bf16 and f16 give the f32 results rounded (
           exact += w.dtype() == got[k].dtype() && same_bits(got[k], w);
           ++checked;
         }
+        // vmap over two copies gives eager's values for each (batched rules on half values).
+        std::vector<fx::Tensor> stacked;
+        for (const fx::Tensor& t : half_in) stacked.push_back(fx::stack({t, t}));
+        std::vector<fx::Tensor> mapped;
+        try {
+          mapped = fx::vmap([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(stacked);
+        } catch (const fx::Error&) {
+          std::vector<fx::Tensor> stacked32;
+          for (const fx::Tensor& t : rounded_in) stacked32.push_back(fx::stack({t, t}));
+          CHECK_THROWS(fx::vmap([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(stacked32));
+        }
+        // Batching rules may round intermediate values eager does not have (gram: the scaled rows before a
+        // product), so the tolerance scales with the output's largest finite value.
+        for (size_t k = 0; k < mapped.size() && k < got.size(); ++k)
+          for (int64_t b = 0; b < 2; ++b) {
+            const std::string diff = close(row_of(mapped[k], b), got[k], tol, tol * largest_finite(got[k]));
+            CHECK_MESSAGE(diff.empty(), "vmap, batch element " << b << ": " << diff);
+          }
         // jit (the widen_half pass, then fusion) gives eager's values; samples that cannot be jitted (they read
         // values) cannot in f32 either.
         auto jitted_fn = fx::jit([&](const std::vector<fx::Tensor>& in) { return s.fn(in); });
@@ -485,9 +520,7 @@ TEST_CASE("half: registry samples' gradients on bf16 and f16 follow the f32 grad
         for (size_t j = 0; j < got.size(); ++j) {
           CAPTURE(j);
           CHECK(got[j].dtype() == h);
-          double scale = 1;  // 1 + the largest finite |want| (NaN and Inf gradients compare as such)
-          for (double v : want[j].to_vector<double>())
-            if (std::isfinite(v)) scale = std::max(scale, 1 + std::fabs(v));
+          const double scale = largest_finite(want[j]);
           const double tol = (h == fx::f16 ? 0x1p-6 : 0x1p-3) * scale;
           const std::string diff = close(got[j], want[j], 0, tol);
           CHECK_MESSAGE(diff.empty(), diff);
