@@ -16,6 +16,7 @@
 
 #include "fluxion/amp.hpp"
 #include "fluxion/fluxion.hpp"
+#include "runtime/executable.hpp"
 #include "runtime/switches.hpp"
 #include "samples.hpp"
 
@@ -334,6 +335,19 @@ TEST_CASE("half: elementwise results are the f32 results rounded once, eagerly a
   }
 }
 
+TEST_CASE("half: jit fuses a half chain and its conversions into one group; widen_half off runs it unfused") {
+  auto f = [](const fx::Tensor& x) { return fx::tanh(x) * x + fx::exp(-(x * x)); };
+  const fx::Tensor x = fx::astype(fx::testing::random_tensor(fx::Shape{5000}, fx::f32, 7), fx::bf16);
+  const fx::Jaxpr j = fx::make_jaxpr(f)(x);
+  const std::string fused = fx::compile_jaxpr(j, fx::Device::cpu())->describe();
+  CHECK_MESSAGE(fused.find("0 kernels, 1 fused groups") != std::string::npos, fused);
+  fx::runtime::set_disabled("widen_half");
+  const std::string unfused = fx::compile_jaxpr(j, fx::Device::cpu())->describe();
+  fx::runtime::set_disabled("");
+  CHECK_MESSAGE(unfused.find(" 0 fused groups") != std::string::npos, unfused);
+  CHECK(same_bits(fx::jit(f)(x), f(x)));
+}
+
 TEST_CASE("half: reductions and products accumulate in f32") {
   // 4096 ones: a bf16 (or f16 above 2048) running sum would stall; the f32 accumulator gives 4096 exactly.
   for (fx::DType h : {fx::f16, fx::bf16}) {
@@ -442,10 +456,15 @@ TEST_CASE("half: registry samples on bf16 and f16 give the f32 results rounded (
         std::vector<fx::Tensor> mapped;
         try {
           mapped = fx::vmap([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(stacked);
-        } catch (const fx::Error&) {
+        } catch (const fx::Error& e) {
+          const std::string why = e.what();
           std::vector<fx::Tensor> stacked32;
           for (const fx::Tensor& t : rounded_in) stacked32.push_back(fx::stack({t, t}));
-          CHECK_THROWS(fx::vmap([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(stacked32));
+          bool threw32 = false;
+          try {
+            fx::vmap([&](const std::vector<fx::Tensor>& in) { return s.fn(in); })(stacked32);
+          } catch (const fx::Error&) { threw32 = true; }
+          CHECK_MESSAGE(threw32, "vmap threw on half inputs only: " << why);
         }
         // Batching rules may round intermediate values eager does not have (gram: the scaled rows before a
         // product), so the tolerance scales with the output's largest finite value.

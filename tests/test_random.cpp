@@ -304,7 +304,8 @@ TEST_CASE("random: bad input raises errors that say what to do") {
   check_error<fx::DTypeError>([&] { rnd::wrap_key_data(fx::zeros({2}, fx::f32)); }, "key words are i64 values");
   check_error<fx::ShapeError>([&] { rnd::normal(rnd::Key{}, {2}); }, "got an empty Key");
   check_error<fx::ShapeError>([&] { rnd::uniform(k, {3}, fx::f32, fx::zeros({4}), fx::ones({})); }, "[random.uniform]");
-  check_error<fx::DTypeError>([&] { rnd::uniform(k, {3}, fx::i32); }, "samples floating dtypes (f32, f64, f16, bf16), got i32");
+  check_error<fx::DTypeError>([&] { rnd::uniform(k, {3}, fx::i32); },
+                              "samples floating dtypes (f32, f64, f16, bf16), got i32");
   check_error<fx::DTypeError>([&] { rnd::randint(k, {3}, 0, 5, fx::i64); },
                               "samples i32 (jax.random.randint's dtype without x64), asked for i64");
   check_error<fx::DTypeError>([&] { rnd::bernoulli(k, fx::zeros({2}, fx::i32)); },

@@ -68,7 +68,7 @@ class DeviceJaxpr {
 template <class Exec>
 void copy_elements(const Tensor& src, int64_t src_at, const Tensor& dst, int64_t dst_at, int64_t count) {
   if (count == 0) return;
-  dispatch_dtype(src.dtype(), [&](auto tag) {
+  dispatch_storage_dtype(src.dtype(), [&](auto tag) {  // carries may be f16/bf16: moved, never computed on
     using T = typename decltype(tag)::type;
     Exec::for_each(count, CopyBody<T>{src.data<T>() + src_at, dst.mutable_data<T>() + dst_at});
   });
