@@ -46,8 +46,7 @@ Jaxpr widen_half(const Jaxpr& jaxpr) {
       if (!is_half(jaxpr.aval_of(a).dtype)) {
         f32_eqn.inputs.push_back(a);
       } else if (a.is_literal()) {  // rank 0: converted now, exactly
-        f32_eqn.inputs.push_back(
-            Atom::of_literal(Tensor(from_vector(std::vector<float>{a.literal.item<float>()}, Shape{}))));
+        f32_eqn.inputs.push_back(Atom::of_literal(scalar(a.literal.item<float>())));
       } else {
         auto it = widened.find(a.var);
         if (it == widened.end()) it = widened.emplace(a.var, append_convert(out, a, f32)).first;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fluxion/amp.hpp"
+#include "fluxion/display.hpp"
 #include "fluxion/fluxion.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/switches.hpp"
@@ -294,6 +295,7 @@ TEST_CASE("half: creation, reading, printing and errors") {
   std::ostringstream os;
   os << fx::astype(fx::tensor<float>({0.1f, 2}), fx::f16);
   CHECK(os.str() == "[0.09997559 2.        ]");
+  CHECK(fx::display::to_html(fx::astype(fx::tensor<float>({0.5f}), fx::bf16)).find("<td>0.5</td>") != std::string::npos);
   // A finite value the dtype cannot hold is an error, as for f32.
   CHECK_THROWS_AS(fx::full(fx::Shape{}, 1e5, fx::f16), fx::DTypeError);
   CHECK_NOTHROW(fx::full(fx::Shape{}, 1e30, fx::bf16));
