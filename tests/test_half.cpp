@@ -350,6 +350,20 @@ TEST_CASE("half: jit fuses a half chain and its conversions into one group; wide
   CHECK(same_bits(fx::jit(f)(x), f(x)));
 }
 
+TEST_CASE("half: a kernel handed half values directly throws a clear internal error, never computes on bits") {
+  const fx::Tensor x = fx::astype(fx::tensor<float>({1, 2}), fx::f16);
+  std::vector<fx::Tensor> out{fx::empty(x.aval())};
+  const fx::Kernel sin_cpu = fx::find_primitive("sin")->kernel(fx::Backend::cpu);
+  try {
+    sin_cpu({x}, fx::no_params(), out);
+    FAIL("a half kernel ran");
+  } catch (const fx::DTypeError& e) {
+    CHECK(std::string(e.what()).rfind("[kernel] internal: a kernel was instantiated for f16", 0) == 0);
+  }
+  // eval_primitive, the eager path, widens: the same call computes.
+  CHECK(fx::eval_primitive(*fx::find_primitive("sin"), {x}, fx::no_params(), fx::Backend::cpu)[0].dtype() == fx::f16);
+}
+
 TEST_CASE("half: reductions and products accumulate in f32") {
   // 4096 ones: a bf16 (or f16 above 2048) running sum would stall; the f32 accumulator gives 4096 exactly.
   for (fx::DType h : {fx::f16, fx::bf16}) {
