@@ -335,6 +335,7 @@ const Primitive& all_sum_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_sum_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &all_sum_named)
                                   .build();
   return p;
@@ -349,6 +350,7 @@ const Primitive& all_mean_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_mean_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &all_mean_named)
                                   .build();
   return p;
@@ -361,6 +363,7 @@ const Primitive& all_max_p() {
                                   .shape(&same_shape_rule<false>)
                                   .jvp(&extremum_jvp<true>)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &extremum_named<true>)
                                   .build();
   return p;
@@ -373,6 +376,7 @@ const Primitive& all_min_p() {
                                   .shape(&same_shape_rule<false>)
                                   .jvp(&extremum_jvp<false>)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &extremum_named<false>)
                                   .build();
   return p;
@@ -387,6 +391,7 @@ const Primitive& pvary_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&pvary_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &pvary_named)
                                   .build();
   return p;
@@ -401,6 +406,7 @@ const Primitive& all_gather_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_gather_transpose)
                                   .batch(&leading_axis_batch)
+                                  .params<GatherParams>()
                                   .collective(&axis_name_of<GatherParams>, &all_gather_named)
                                   .build();
   return p;
@@ -415,6 +421,7 @@ const Primitive& reduce_scatter_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&reduce_scatter_transpose)
                                   .batch(&leading_axis_batch)
+                                  .params<GatherParams>()
                                   .collective(&axis_name_of<GatherParams>, &reduce_scatter_named)
                                   .build();
   return p;
@@ -429,6 +436,7 @@ const Primitive& all_to_all_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_to_all_transpose)
                                   .batch(&leading_axis_batch)
+                                  .params<AllToAllParams>()
                                   .collective(&axis_name_of<AllToAllParams>, &all_to_all_named)
                                   .build();
   return p;
@@ -443,6 +451,7 @@ const Primitive& broadcast_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&broadcast_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<BroadcastParams>()
                                   .collective(&axis_name_of<BroadcastParams>, &broadcast_named)
                                   .build();
   return p;
@@ -454,6 +463,7 @@ const Primitive& axis_index_p() {
                                   .reference(&collective_kernel<CollectiveOp::index>)
                                   .shape(&axis_index_shape_rule)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &axis_index_named)
                                   .missing_rule("not differentiable: integer output with no inputs")
                                   .build();

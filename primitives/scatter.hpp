@@ -25,6 +25,8 @@ struct GatherParams final : Params {
   bool equals(const Params& other) const override;
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<GatherParams>(*this); }
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 
 /// scatter, scatter_add_general, scatter_mul, scatter_min, scatter_max: dimension numbers and mode.
@@ -36,6 +38,8 @@ struct ScatterParams final : Params {
   bool equals(const Params& other) const override;
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<ScatterParams>(*this); }
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 
 /// How a scatter combines an update u with the current value v.
