@@ -45,6 +45,20 @@ void check_axis(const Primitive& self, const char* what, int64_t axis, int64_t r
                             rank, ").");
 }
 
+// The axis size in params is never user input, but a loaded file (fx::load_exported) can hold any value:
+// the rules divide by it and multiply sizes by it.
+void check_axis_size(const Primitive& self, int64_t size, const std::string& name) {
+  if (size < 1)
+    detail::fail<AxisError>(self.name.c_str(), "axis '", name, "' has size ", size, ". Axis sizes are at least 1.");
+}
+int64_t times_axis_size(const Primitive& self, int64_t dim, int64_t size) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(dim, size, &r))
+    detail::fail<ShapeError>(self.name.c_str(), "a dimension of ", dim, " times the axis size ", size,
+                             " overflows. Use a smaller axis.");
+  return r;
+}
+
 template <bool FloatingOnly>
 std::vector<AbstractValue> same_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params&) {
   check_operand(self, in, FloatingOnly);
@@ -67,11 +81,12 @@ std::vector<AbstractValue> all_gather_shape_rule(const Primitive& self, const st
                                                  const Params& params) {
   check_arity(self, in, 1);
   const auto& p = params.as<GatherParams>();
+  check_axis_size(self, p.axis_size, p.axis_name);
   AbstractValue out = in[0];
   std::vector<int64_t>& dims = out.shape.dims();
   if (p.tiled) {
     check_axis(self, "axis", p.axis, in[0].ndim(), in[0]);
-    dims[p.axis] *= p.axis_size;
+    dims[p.axis] = times_axis_size(self, dims[p.axis], p.axis_size);
   } else {
     check_axis(self, "axis", p.axis, in[0].ndim() + 1, in[0]);
     dims.insert(dims.begin() + p.axis, p.axis_size);
@@ -83,6 +98,7 @@ std::vector<AbstractValue> reduce_scatter_shape_rule(const Primitive& self, cons
                                                      const Params& params) {
   check_operand(self, in, false);
   const auto& p = params.as<GatherParams>();
+  check_axis_size(self, p.axis_size, p.axis_name);
   check_axis(self, "axis", p.axis, in[0].ndim(), in[0]);
   AbstractValue out = in[0];
   std::vector<int64_t>& dims = out.shape.dims();
@@ -101,6 +117,7 @@ std::vector<AbstractValue> all_to_all_shape_rule(const Primitive& self, const st
                                                  const Params& params) {
   check_arity(self, in, 1);
   const auto& p = params.as<AllToAllParams>();
+  check_axis_size(self, p.axis_size, p.axis_name);
   check_axis(self, "split_axis", p.split_axis, in[0].ndim(), in[0]);
   check_axis(self, "concat_axis", p.concat_axis, in[0].ndim(), in[0]);
   AbstractValue out = in[0];
@@ -110,7 +127,7 @@ std::vector<AbstractValue> all_to_all_shape_rule(const Primitive& self, const st
                              dims[p.split_axis], ", which is not a multiple of the size ", p.axis_size, " of axis '",
                              p.axis_name, "'. Pad it to a multiple.");
   dims[p.split_axis] /= p.axis_size;
-  dims[p.concat_axis] *= p.axis_size;
+  dims[p.concat_axis] = times_axis_size(self, dims[p.concat_axis], p.axis_size);
   return {out};
 }
 

@@ -106,15 +106,24 @@ TEST_CASE("export: collectives keep their axis names and run under the vmap that
   auto f = [](const Tensor& x) {
     return fx::all_sum(x, "i") * 2.0 + fx::all_max(x, "i") + fx::sum(fx::all_gather(x, "i"), {0});
   };
-  Tensor x = random_tensor({3}, fx::f64, 5);
-  fx::Exported e = fx::export_fn(f, x);
+  // Traced where the axis is bound (a collective's shape rule reads the axis size), run likewise.
+  Tensor members = random_tensor({4, 3}, fx::f64, 6);
+  fx::Exported e;
+  Tensor want = fx::vmap(
+      [&](const Tensor& m) {
+        e = fx::export_fn(f, m);
+        return f(m);
+      },
+      {}, {}, fx::axis_name("i"))(members);
   std::string text = e.serialize(fx::ExportFormat::text);
   CHECK(text.find("axis_name='i'") != std::string::npos);
+  // A file with an impossible axis size is refused (the shape rules divide by it).
+  std::string zero = text;
+  for (size_t at; (at = zero.find("axis_size=4")) != std::string::npos;) zero.replace(at, 11, "axis_size=0");
+  CHECK(message_of<fx::Error>([&] { fx::parse_exported(zero, "z"); }).find("has size 0") != std::string::npos);
   for (fx::ExportFormat format : {fx::ExportFormat::text, fx::ExportFormat::binary}) {
     fx::Exported g = fx::parse_exported(e.serialize(format), "collectives");
     CHECK(params_mismatch(g.jaxpr(), e.jaxpr()) == "");
-    Tensor members = random_tensor({4, 3}, fx::f64, 6);
-    Tensor want = fx::vmap(f, {}, {}, fx::axis_name("i"))(members);
     Tensor got = fx::vmap([&](const Tensor& m) { return g(m)[0]; }, {}, {}, fx::axis_name("i"))(members);
     CHECK(compare_tensors(got, want) == "");
   }
