@@ -334,3 +334,49 @@ TEST_CASE("export: fresh-process files (read back by export_reader)") {
   CHECK(bit_mismatch(got, fx::load_tensors((dir / "case0.out").string())) == "");
   if (!env) std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+/// Params with no save(): what custom rules' params are like, on a primitive made for this test.
+struct OpaqueParams final : fx::Params {
+  void print(std::ostream& os) const override { os << "opaque"; }
+  bool equals(const fx::Params& o) const override { return dynamic_cast<const OpaqueParams*>(&o) != nullptr; }
+  size_t hash() const override { return 1; }
+  std::shared_ptr<const fx::Params> clone() const override { return std::make_shared<OpaqueParams>(); }
+};
+
+std::vector<fx::AbstractValue> same_aval(const fx::Primitive&, const std::vector<fx::AbstractValue>& in,
+                                         const fx::Params&) {
+  return {in[0]};
+}
+
+std::shared_ptr<const fx::Params> load_opaque(fx::ParamsReader&) { return std::make_shared<OpaqueParams>(); }
+
+}  // namespace
+
+TEST_CASE("export: params that cannot be saved fail at export time, naming the primitive") {
+  fx::Primitive unsaveable;
+  unsaveable.name = "opaque_op";
+  unsaveable.shape_rule = &same_aval;
+  unsaveable.load_params = &load_opaque;
+  fx::Primitive loaderless = unsaveable;
+  loaderless.name = "loaderless_op";
+  loaderless.load_params = nullptr;
+  const std::pair<const fx::Primitive*, const char*> cases[] = {
+      {&unsaveable, "the params of 'opaque_op' cannot be saved"},
+      {&loaderless, "the primitive 'loaderless_op' has params but no loader"}};
+  for (const auto& [p, message] : cases) {
+    fx::Jaxpr j;
+    const int32_t a = j.new_var(fx::AbstractValue{fx::Shape{3}, fx::f32});
+    const int32_t b = j.new_var(fx::AbstractValue{fx::Shape{3}, fx::f32});
+    j.invars = {a};
+    j.equations.push_back(fx::Equation{p, std::make_shared<OpaqueParams>(), {fx::Atom::of_var(a)}, {b}});
+    j.outputs = {fx::Atom::of_var(b)};
+    auto call = std::make_shared<const fx::JitCallParams>(std::make_shared<const fx::Jaxpr>(j), "t");
+    fx::TreeDesc args;
+    args.kind = fx::TreeDesc::Kind::tuple;
+    args.children.resize(1);
+    CHECK(message_of<fx::Error>([&] { fx::export_detail::make_exported(call, args, fx::TreeDesc{}); }).find(message) !=
+          std::string::npos);
+  }
+}
