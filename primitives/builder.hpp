@@ -62,6 +62,9 @@ class PrimitiveBuilder {
     p_.traits.collective = true;
     return *this;
   }
+  /// The params type P: its static load(ParamsReader&) reads saved params back (fx::load_exported).
+  /// Primitives taking NoParams leave it out.
+  template <class P> PrimitiveBuilder& params() { return p_.load_params = &P::load, *this; }
   /// Why some rule is intentionally absent (read by the rule-coverage test).
   PrimitiveBuilder& missing_rule(std::string reason) { return p_.missing_rule_reason = std::move(reason), *this; }
 

@@ -243,6 +243,7 @@ void transpose_rule(const Primitive& self, const std::vector<Tensor>& cts_out, c
 
 const Primitive& checkpoint_p() {
   static const Primitive& p = primitives::define_primitive("checkpoint")
+                                  .params<checkpoint_detail::CheckpointParams>()
                                   .shape(&checkpoint_detail::shape_rule)
                                   .reference(&checkpoint_detail::reference_kernel)
                                   .cpu(&checkpoint_detail::cpu_kernel)

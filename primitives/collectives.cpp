@@ -45,6 +45,20 @@ void check_axis(const Primitive& self, const char* what, int64_t axis, int64_t r
                             rank, ").");
 }
 
+// The axis size in params is never user input, but a loaded file (fx::load_exported) can hold any value:
+// the rules divide by it and multiply sizes by it.
+void check_axis_size(const Primitive& self, int64_t size, const std::string& name) {
+  if (size < 1)
+    detail::fail<AxisError>(self.name.c_str(), "axis '", name, "' has size ", size, ". Axis sizes are at least 1.");
+}
+int64_t times_axis_size(const Primitive& self, int64_t dim, int64_t size) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(dim, size, &r))
+    detail::fail<ShapeError>(self.name.c_str(), "a dimension of ", dim, " times the axis size ", size,
+                             " overflows. Use a smaller axis.");
+  return r;
+}
+
 template <bool FloatingOnly>
 std::vector<AbstractValue> same_shape_rule(const Primitive& self, const std::vector<AbstractValue>& in, const Params&) {
   check_operand(self, in, FloatingOnly);
@@ -67,11 +81,12 @@ std::vector<AbstractValue> all_gather_shape_rule(const Primitive& self, const st
                                                  const Params& params) {
   check_arity(self, in, 1);
   const auto& p = params.as<GatherParams>();
+  check_axis_size(self, p.axis_size, p.axis_name);
   AbstractValue out = in[0];
   std::vector<int64_t>& dims = out.shape.dims();
   if (p.tiled) {
     check_axis(self, "axis", p.axis, in[0].ndim(), in[0]);
-    dims[p.axis] *= p.axis_size;
+    dims[p.axis] = times_axis_size(self, dims[p.axis], p.axis_size);
   } else {
     check_axis(self, "axis", p.axis, in[0].ndim() + 1, in[0]);
     dims.insert(dims.begin() + p.axis, p.axis_size);
@@ -83,6 +98,7 @@ std::vector<AbstractValue> reduce_scatter_shape_rule(const Primitive& self, cons
                                                      const Params& params) {
   check_operand(self, in, false);
   const auto& p = params.as<GatherParams>();
+  check_axis_size(self, p.axis_size, p.axis_name);
   check_axis(self, "axis", p.axis, in[0].ndim(), in[0]);
   AbstractValue out = in[0];
   std::vector<int64_t>& dims = out.shape.dims();
@@ -101,6 +117,7 @@ std::vector<AbstractValue> all_to_all_shape_rule(const Primitive& self, const st
                                                  const Params& params) {
   check_arity(self, in, 1);
   const auto& p = params.as<AllToAllParams>();
+  check_axis_size(self, p.axis_size, p.axis_name);
   check_axis(self, "split_axis", p.split_axis, in[0].ndim(), in[0]);
   check_axis(self, "concat_axis", p.concat_axis, in[0].ndim(), in[0]);
   AbstractValue out = in[0];
@@ -110,7 +127,7 @@ std::vector<AbstractValue> all_to_all_shape_rule(const Primitive& self, const st
                              dims[p.split_axis], ", which is not a multiple of the size ", p.axis_size, " of axis '",
                              p.axis_name, "'. Pad it to a multiple.");
   dims[p.split_axis] /= p.axis_size;
-  dims[p.concat_axis] *= p.axis_size;
+  dims[p.concat_axis] = times_axis_size(self, dims[p.concat_axis], p.axis_size);
   return {out};
 }
 
@@ -335,6 +352,7 @@ const Primitive& all_sum_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_sum_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &all_sum_named)
                                   .build();
   return p;
@@ -349,6 +367,7 @@ const Primitive& all_mean_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_mean_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &all_mean_named)
                                   .build();
   return p;
@@ -361,6 +380,7 @@ const Primitive& all_max_p() {
                                   .shape(&same_shape_rule<false>)
                                   .jvp(&extremum_jvp<true>)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &extremum_named<true>)
                                   .build();
   return p;
@@ -373,6 +393,7 @@ const Primitive& all_min_p() {
                                   .shape(&same_shape_rule<false>)
                                   .jvp(&extremum_jvp<false>)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &extremum_named<false>)
                                   .build();
   return p;
@@ -387,6 +408,7 @@ const Primitive& pvary_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&pvary_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &pvary_named)
                                   .build();
   return p;
@@ -401,6 +423,7 @@ const Primitive& all_gather_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_gather_transpose)
                                   .batch(&leading_axis_batch)
+                                  .params<GatherParams>()
                                   .collective(&axis_name_of<GatherParams>, &all_gather_named)
                                   .build();
   return p;
@@ -415,6 +438,7 @@ const Primitive& reduce_scatter_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&reduce_scatter_transpose)
                                   .batch(&leading_axis_batch)
+                                  .params<GatherParams>()
                                   .collective(&axis_name_of<GatherParams>, &reduce_scatter_named)
                                   .build();
   return p;
@@ -429,6 +453,7 @@ const Primitive& all_to_all_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&all_to_all_transpose)
                                   .batch(&leading_axis_batch)
+                                  .params<AllToAllParams>()
                                   .collective(&axis_name_of<AllToAllParams>, &all_to_all_named)
                                   .build();
   return p;
@@ -443,6 +468,7 @@ const Primitive& broadcast_p() {
                                   .jvp(&linear_jvp_rule)
                                   .transpose(&broadcast_transpose)
                                   .batch(&same_axis_batch)
+                                  .params<BroadcastParams>()
                                   .collective(&axis_name_of<BroadcastParams>, &broadcast_named)
                                   .build();
   return p;
@@ -454,6 +480,7 @@ const Primitive& axis_index_p() {
                                   .reference(&collective_kernel<CollectiveOp::index>)
                                   .shape(&axis_index_shape_rule)
                                   .batch(&same_axis_batch)
+                                  .params<NamedAxisParams>()
                                   .collective(&axis_name_of<NamedAxisParams>, &axis_index_named)
                                   .missing_rule("not differentiable: integer output with no inputs")
                                   .build();

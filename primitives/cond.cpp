@@ -268,6 +268,7 @@ std::string aval_list(const std::vector<AbstractValue>& avals) {
 
 const Primitive& cond_p() {
   static const Primitive& p = primitives::define_primitive("cond")
+                                  .params<cond_detail::CondParams>()
                                   .shape(&cond_detail::shape_rule)
                                   .reference(&cond_detail::reference_kernel)
                                   .cpu(&cond_detail::cpu_kernel)

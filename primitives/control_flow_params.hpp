@@ -35,6 +35,8 @@ struct CondParams final : Params {
     return h;
   }
   std::shared_ptr<const Params> clone() const override { return std::make_shared<CondParams>(*this); }
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 }  // namespace cond_detail
 
@@ -62,6 +64,8 @@ struct WhileParams final : Params {
     return detail::hash_combine(h, static_cast<size_t>(max_steps));
   }
   std::shared_ptr<const Params> clone() const override { return std::make_shared<WhileParams>(*this); }
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
   size_t ncc() const { return static_cast<size_t>(num_cond_consts); }
   size_t nbc() const { return static_cast<size_t>(num_body_consts); }
 };
@@ -94,6 +98,8 @@ struct ScanParams final : Params {
     return detail::hash_combine(std::hash<const void*>()(body.id()), static_cast<size_t>(length * 2 + reverse));
   }
   std::shared_ptr<const Params> clone() const override { return std::make_shared<ScanParams>(*this); }
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
   size_t nc() const { return static_cast<size_t>(num_consts); }
   size_t ncar() const { return static_cast<size_t>(num_carry); }
   size_t nx() const { return body.jaxpr().invars.size() - nc() - ncar(); }
@@ -119,6 +125,8 @@ struct CheckpointParams final : Params {
   }
   size_t hash() const override { return std::hash<const void*>()(body.id()); }
   std::shared_ptr<const Params> clone() const override { return std::make_shared<CheckpointParams>(*this); }
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 }  // namespace checkpoint_detail
 }  // namespace fluxion

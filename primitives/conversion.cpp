@@ -293,6 +293,7 @@ const Primitive& select_p() {
 
 const Primitive& convert_element_type_p() {
   static const Primitive& p = define_primitive("convert_element_type")
+                                  .params<ConvertElementTypeParams>()
                                   .elementwise()  // linear only float -> float, so not marked linear
                                   .shape(&convert_shape_rule)
                                   .reference(&convert_reference_kernel)

@@ -345,6 +345,7 @@ void conv_batch(const Primitive& self, const std::vector<Tensor>& values, const 
 
 const Primitive& convolution_detail::conv_general_dilated_p() {
   static const Primitive& p = define_primitive("conv_general_dilated")
+                                  .params<ConvParams>()
                                   .linear()  // bilinear: linear in each operand
                                   .shape(&conv_shape_rule)
                                   .reference(&conv_kernel<true>)

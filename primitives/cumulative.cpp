@@ -145,6 +145,7 @@ void batch_rule(const Primitive& self, const std::vector<Tensor>& values, const 
 
 template <Kind K> const Primitive& define(const char* name) {
   return define_primitive(name)
+      .params<CumsumParams>()
       .shape(&shape_rule<K>)
       .reference(&reference_kernel<K>)
       .cpu(kLightKernels ? &reference_kernel<K> : &cpu_kernel<K>)

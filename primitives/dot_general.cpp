@@ -283,6 +283,7 @@ constexpr cpu::Lowering kDotGeneralCpuLowering{nullptr, nullptr, cpu::TileOp::no
 
 const Primitive& dot_general_p() {
   static const Primitive& p = define_primitive("dot_general")
+                                  .params<DotGeneralParams>()
                                   .linear()  // bilinear: linear in each operand
                                   .shape(&dot_general_shape_rule)
                                   .reference(&dot_general_kernel<true>)

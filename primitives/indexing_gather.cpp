@@ -77,6 +77,7 @@ void gather_batch(const Primitive&, const std::vector<Tensor>& values, const std
 
 const Primitive& gather_p() {
   static const Primitive& p = define_primitive("gather")
+                                  .params<AxisParams>()
                                   .linear()
                                   .shape(&gather_rule)
                                   .reference(&gather_reference)
@@ -150,6 +151,7 @@ void scatter_add_batch(const Primitive&, const std::vector<Tensor>& values, cons
 
 const Primitive& scatter_add_p() {
   static const Primitive& p = define_primitive("scatter_add")
+                                  .params<AxisParams>()
                                   .linear()
                                   .shape(&scatter_add_rule)
                                   .reference(&scatter_add_reference)

@@ -101,6 +101,7 @@ void pad_batch(const Primitive&, const std::vector<Tensor>& values, const std::v
 
 const Primitive& pad_p() {
   static const Primitive& p = define_primitive("pad")
+                                  .params<PadParams>()
                                   .linear()
                                   .shape(&pad_rule)
                                   .reference(&pad_reference)
@@ -172,6 +173,7 @@ void concatenate_batch(const Primitive&, const std::vector<Tensor>& values, cons
 
 const Primitive& concatenate_p() {
   static const Primitive& p = define_primitive("concatenate")
+                                  .params<ConcatenateParams>()
                                   .linear()
                                   .shape(&concatenate_rule)
                                   .reference(&concatenate_reference)
@@ -209,6 +211,7 @@ void iota_batch(const Primitive& self, const std::vector<Tensor>& values, const 
 
 const Primitive& iota_p() {
   static const Primitive& p = define_primitive("iota")
+                                  .params<IotaParams>()
                                   .shape(&iota_rule)
                                   .reference(&iota_reference)
                                   .cpu(&iota_cpu)

@@ -69,6 +69,7 @@ void slice_batch(const Primitive&, const std::vector<Tensor>& values, const std:
 
 const Primitive& slice_p() {
   static const Primitive& p = define_primitive("slice")
+                                  .params<SliceParams>()
                                   .linear()
                                   .shape(&slice_rule)
                                   .reference(&slice_reference)
@@ -166,6 +167,7 @@ void dynamic_slice_batch(const Primitive&, const std::vector<Tensor>& values, co
 
 const Primitive& dynamic_slice_p() {
   static const Primitive& p = define_primitive("dynamic_slice")
+                                  .params<DynamicSliceParams>()
                                   .linear()
                                   .shape(&dynamic_slice_rule)
                                   .reference(&dynamic_slice_reference)

@@ -301,6 +301,7 @@ const Jaxpr& callee(const Params& params) { return params.as<JitCallParams>().ja
 
 const Primitive& jit_call_p() {
   static const Primitive& p = primitives::define_primitive("jit_call")
+                                  .params<JitCallParams>()
                                   .shape(&jit_call_detail::shape_rule)
                                   .reference(&jit_call_detail::reference_kernel)
                                   .cpu(&jit_call_detail::cpu_kernel)

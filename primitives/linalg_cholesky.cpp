@@ -192,6 +192,7 @@ void cholesky_batch(const Primitive& self, const std::vector<Tensor>& values, co
 
 const Primitive& cholesky_p() {
   static const Primitive& p = define_primitive("cholesky")
+                                  .params<CholeskyParams>()
                                   .shape(&cholesky_shape_rule)
                                   .reference(&cholesky_kernel<true>)
                                   .cpu(&cholesky_kernel<kLightKernels>)

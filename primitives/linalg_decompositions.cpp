@@ -389,6 +389,7 @@ void qr_jvp(const Primitive& self, const std::vector<Tensor>& primals, const std
 
 const Primitive& qr_p() {
   static const Primitive& p = define_primitive("qr")
+                                  .params<QrParams>()
                                   .shape(&qr_shape_rule)
                                   .reference(&qr_kernel<true>)
                                   .cpu(&qr_kernel<kLightKernels>)

@@ -271,6 +271,7 @@ const Primitive& eigh_p() {
 
 const Primitive& svd_p() {
   static const Primitive& p = define_primitive("svd")
+                                  .params<SvdParams>()
                                   .shape(&svd_shape_rule)
                                   .reference(&svd_kernel<true>)
                                   .cpu(&svd_kernel<kLightKernels>)

@@ -252,6 +252,7 @@ void tri_batch(const Primitive& self, const std::vector<Tensor>& values, const s
 
 const Primitive& triangular_solve_p() {
   static const Primitive& p = define_primitive("triangular_solve")
+                                  .params<TriangularSolveParams>()
                                   .shape(&tri_shape_rule)
                                   .reference(&tri_kernel<true>)
                                   .cpu(&tri_kernel<kLightKernels>)

@@ -207,6 +207,7 @@ void reduce_sum_transpose(const Primitive&, const std::vector<Tensor>& cts_out, 
 
 const Primitive& reduce_sum_p() {
   static const Primitive& p = define_primitive(Sum::name)
+                                  .params<ReduceParams>()
                                   .linear()
                                   .shape(&reduce_shape_rule)
                                   .reference(&reduce_kernel<Sum, true>)
@@ -236,6 +237,7 @@ void reduce_chooser_jvp(const Primitive& self, const std::vector<Tensor>& primal
 
 const Primitive& reduce_max_p() {
   static const Primitive& p = define_primitive(Max::name)
+                                  .params<ReduceParams>()
                                   .shape(&reduce_shape_rule)
                                   .reference(&reduce_kernel<Max, true>)
                                   .cpu(&reduce_kernel<Max, kLightKernels>)
@@ -247,6 +249,7 @@ const Primitive& reduce_max_p() {
 
 const Primitive& reduce_min_p() {
   static const Primitive& p = define_primitive(Min::name)
+                                  .params<ReduceParams>()
                                   .shape(&reduce_shape_rule)
                                   .reference(&reduce_kernel<Min, true>)
                                   .cpu(&reduce_kernel<Min, kLightKernels>)
@@ -320,6 +323,7 @@ void reduce_prod_jvp(const Primitive& self, const std::vector<Tensor>& primals, 
 
 const Primitive& reduce_prod_p() {
   static const Primitive& p = define_primitive(Prod::name)
+                                  .params<ReduceParams>()
                                   .shape(&reduce_shape_rule)
                                   .reference(&reduce_kernel<Prod, true>)
                                   .cpu(&reduce_kernel<Prod, kLightKernels>)
@@ -388,6 +392,7 @@ void arg_batch(const Primitive& self, const std::vector<Tensor>& values, const s
 
 const Primitive& argmax_p() {
   static const Primitive& p = define_primitive("argmax")
+                                  .params<ArgParams>()
                                   .shape(&arg_shape_rule)
                                   .reference(&arg_kernel<true, true>)
                                   .cpu(&arg_kernel<true, kLightKernels>)
@@ -399,6 +404,7 @@ const Primitive& argmax_p() {
 
 const Primitive& argmin_p() {
   static const Primitive& p = define_primitive("argmin")
+                                  .params<ArgParams>()
                                   .shape(&arg_shape_rule)
                                   .reference(&arg_kernel<false, true>)
                                   .cpu(&arg_kernel<false, kLightKernels>)
@@ -456,6 +462,7 @@ void cumsum_batch(const Primitive& self, const std::vector<Tensor>& values, cons
 
 const Primitive& cumsum_p() {
   static const Primitive& p = define_primitive("cumsum")
+                                  .params<CumsumParams>()
                                   .linear()
                                   .shape(&cumsum_shape_rule)
                                   .reference(&cumsum_kernel<true>)

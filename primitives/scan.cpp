@@ -411,6 +411,7 @@ void batch_rule(const Primitive& self, const Slices& values, const std::vector<i
 
 const Primitive& scan_p() {
   static const Primitive& p = primitives::define_primitive("scan")
+                                  .params<scan_detail::ScanParams>()
                                   .shape(&scan_detail::shape_rule)
                                   .reference(&scan_detail::reference_kernel)
                                   .cpu(&scan_detail::compiled_kernel)

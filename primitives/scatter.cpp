@@ -285,6 +285,7 @@ void scatter_batch(const Primitive& self, const std::vector<Tensor>& values, con
 
 template <Combine C> const Primitive& define_scatter(const char* name, JvpRule jvp, TransposeRule transpose) {
   PrimitiveBuilder b = define_primitive(name);
+  b.params<ScatterParams>();
   b.shape(&scatter_rule<C>)
       .reference(&scatter_kernel<C, true>)
       .cpu(&scatter_kernel<C, false>)
@@ -300,6 +301,7 @@ namespace srd = scatter_rules_detail;
 
 const Primitive& gather_general_p() {
   static const Primitive& p = define_primitive("gather_general")
+                                  .params<GatherParams>()
                                   .linear()
                                   .shape(&srd::gather_rule)
                                   .reference(&gather_kernel<true>)

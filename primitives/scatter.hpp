@@ -26,6 +26,8 @@ struct GatherParams final : Params {
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<GatherParams>(*this); }
   std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }  // no dtype fields
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 
 /// scatter, scatter_add_general, scatter_mul, scatter_min, scatter_max: dimension numbers and mode.
@@ -38,6 +40,8 @@ struct ScatterParams final : Params {
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<ScatterParams>(*this); }
   std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }  // no dtype fields
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 
 /// How a scatter combines an update u with the current value v.

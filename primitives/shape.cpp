@@ -128,6 +128,7 @@ void broadcast_in_dim_batch(const Primitive&, const std::vector<Tensor>& values,
 
 const Primitive& broadcast_in_dim_p() {
   static const Primitive& p = define_primitive("broadcast_in_dim")
+                                  .params<BroadcastInDimParams>()
                                   .linear()
                                   .shape(&broadcast_in_dim_rule)
                                   .reference(&broadcast_in_dim_reference)
@@ -172,6 +173,7 @@ void reshape_batch(const Primitive&, const std::vector<Tensor>& values, const st
 
 const Primitive& reshape_p() {
   static const Primitive& p = define_primitive("reshape")
+                                  .params<ReshapeParams>()
                                   .linear()
                                   .view()
                                   .shape(&reshape_rule)
@@ -236,6 +238,7 @@ void transpose_batch(const Primitive&, const std::vector<Tensor>& values, const 
 
 const Primitive& transpose_p() {
   static const Primitive& p = define_primitive("transpose")
+                                  .params<TransposeParams>()
                                   .linear()
                                   .shape(&transpose_rule)
                                   .reference(&transpose_reference)
@@ -298,6 +301,7 @@ void squeeze_batch(const Primitive&, const std::vector<Tensor>& values, const st
 
 const Primitive& squeeze_p() {
   static const Primitive& p = define_primitive("squeeze")
+                                  .params<SqueezeParams>()
                                   .linear()
                                   .view()
                                   .shape(&squeeze_rule)
@@ -352,6 +356,7 @@ void expand_dims_batch(const Primitive&, const std::vector<Tensor>& values, cons
 
 const Primitive& expand_dims_p() {
   static const Primitive& p = define_primitive("expand_dims")
+                                  .params<ExpandDimsParams>()
                                   .linear()
                                   .view()
                                   .shape(&expand_dims_rule)

@@ -234,6 +234,7 @@ void sort_batch(const Primitive& self, const std::vector<Tensor>& values, const 
 
 const Primitive& sort_detail::sort_p() {
   static const Primitive& p = define_primitive("sort")
+                                  .params<SortParams>()
                                   .shape(&sort_shape_rule)
                                   .reference(&sort_kernel<true>)
                                   .cpu(&sort_kernel<kLightKernels>)

@@ -226,6 +226,7 @@ void transpose_rule(const Primitive&, const std::vector<Tensor>&, const std::vec
 
 const Primitive& while_p() {
   static const Primitive& p = primitives::define_primitive("while")
+                                  .params<while_detail::WhileParams>()
                                   .shape(&while_detail::shape_rule)
                                   .reference(&while_detail::kernel<true>)
                                   .cpu(&while_detail::kernel<false>)

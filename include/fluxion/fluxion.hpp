@@ -35,6 +35,7 @@
 #include "fluxion/distributed.hpp"
 #include "fluxion/data_parallel.hpp"
 #include "fluxion/overlapped_gradients.hpp"
+#include "fluxion/export.hpp"
 
 #ifdef FLUXION_IMPLEMENTATION
 #include "fluxion/implementation.hpp"

@@ -40,6 +40,8 @@ class JitCallParams final : public Params {
   bool equals(const Params& other) const override;
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override;
+  void save(ParamsWriter& w) const override;  // src/export_params_special.cpp
+  static std::shared_ptr<const Params> load(ParamsReader& r);
 
  private:
   std::shared_ptr<const Jaxpr> jaxpr_;
@@ -224,6 +226,22 @@ template <class F> class Jitted {
     jit_detail::run_entry(*entry, leaves, outs);
     auto it = std::make_move_iterator(outs.begin());  // the results move out (no count updates)
     return PyTree<Out>::rebuild(*static_cast<const Out*>(entry->out_structure.get()), it);
+  }
+
+  /// The compiled signature of these arguments (traced and cached if new): its call (the optimized Jaxpr)
+  /// and the output structure (tensors empty). fx::export_fn reads it. Throws when f closes over values of
+  /// an enclosing transform (the Jaxpr would need them as extra inputs).
+  template <class... Args> auto lower(const Args&... args) const {
+    using Out = std::decay_t<decltype(f_(args...))>;
+    static_assert(is_pytree_v<Out>, "fx::jit: the function must return a Tensor or a pytree of Tensors");
+    jit_detail::Scratch scratch;
+    (jit_detail::flatten_dynamic(args, scratch.leaves()), ...);
+    std::shared_ptr<const jit_detail::Entry> held;
+    const jit_detail::Entry* entry = lookup<Out>(scratch, held, args...);
+    if (!entry->leading_args.empty())
+      detail::fail<Error>("jit", "this function closes over ", entry->leading_args.size(),
+                          " values of an enclosing transform. Lower it outside that transform.");
+    return std::make_pair(entry->call, *static_cast<const Out*>(entry->out_structure.get()));
   }
 
   /// Number of compiled signatures held (tests check caching with it).

@@ -18,6 +18,8 @@ namespace fluxion {
 
 class Primitive;
 struct Jaxpr;
+class ParamsWriter;  // fluxion/params_io.hpp: the fields of saved params (fx::export_fn)
+class ParamsReader;
 
 /// Parameters of one primitive application (axes, shapes, dtypes...). Immutable once bound.
 class Params {
@@ -33,6 +35,9 @@ class Params {
   /// half dtype becomes f32. nullptr (the default) when the equation must not be widened as a whole:
   /// params holding sub-Jaxprs (their equations are widened one by one where they run).
   virtual std::shared_ptr<const Params> with_half_as_f32() const { return nullptr; }
+  /// Writes the fields (fx::export_fn's files); the primitive's load_params reads them back. The default
+  /// throws: params holding C++ closures (custom rules) cannot be saved.
+  virtual void save(ParamsWriter& w) const;
   /// The concrete params struct; a wrong P is a programming error inside a rule.
   template <class P> const P& as() const {
     const P* p = dynamic_cast<const P*>(this);
@@ -49,6 +54,7 @@ struct NoParams final : Params {
   std::shared_ptr<const Params> clone() const override { return std::make_shared<NoParams>(); }
   bool empty() const override { return true; }
   std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }
+  void save(ParamsWriter&) const override {}
 };
 const NoParams& no_params();
 
@@ -72,14 +78,32 @@ size_t hash_param(const Shape& v);
 size_t hash_param(const std::vector<int64_t>& v);
 size_t hash_param(const AxisPair& v);
 size_t hash_param(const std::string& v);
+void save_param(ParamsWriter& w, const char* name, int64_t v);
+void save_param(ParamsWriter& w, const char* name, bool v);
+void save_param(ParamsWriter& w, const char* name, double v);  // by its bits
+void save_param(ParamsWriter& w, const char* name, DType v);
+void save_param(ParamsWriter& w, const char* name, const Shape& v);
+void save_param(ParamsWriter& w, const char* name, const std::vector<int64_t>& v);
+void save_param(ParamsWriter& w, const char* name, const AxisPair& v);
+void save_param(ParamsWriter& w, const char* name, const std::string& v);
+void load_param(ParamsReader& r, const char* name, int64_t& v);
+void load_param(ParamsReader& r, const char* name, bool& v);
+void load_param(ParamsReader& r, const char* name, double& v);
+void load_param(ParamsReader& r, const char* name, DType& v);
+void load_param(ParamsReader& r, const char* name, Shape& v);
+void load_param(ParamsReader& r, const char* name, std::vector<int64_t>& v);
+void load_param(ParamsReader& r, const char* name, AxisPair& v);
+void load_param(ParamsReader& r, const char* name, std::string& v);
 inline size_t hash_combine(size_t seed, size_t h) {
   return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
 }  // namespace detail
 
-/// CRTP base giving print/equals/hash/clone from two members of Derived:
+/// CRTP base giving print/equals/hash/clone/save/load from two members of Derived:
 ///   auto fields() const { return std::tie(a, b); }
 ///   static constexpr const char* names[] = {"a", "b"};
+/// load() builds a Derived from the saved fields with its constructor taking them in order (or, without
+/// one, default-constructs it and assigns the members).
 template <class Derived> struct ParamsOf : Params {
   void print(std::ostream& os) const override {
     const auto& self = static_cast<const Derived&>(*this);
@@ -104,11 +128,39 @@ template <class Derived> struct ParamsOf : Params {
     std::apply([](const auto&... f) { (widen_field(const_cast<std::decay_t<decltype(f)>&>(f)), ...); }, copy->fields());
     return copy;
   }
+  void save(ParamsWriter& w) const override {
+    const auto& self = static_cast<const Derived&>(*this);
+    save_fields(w, self.fields(), std::make_index_sequence<std::tuple_size_v<decltype(self.fields())>>{});
+  }
+  /// The primitive's load_params (PrimitiveBuilder::params<Derived>()).
+  static std::shared_ptr<const Params> load(ParamsReader& r) {
+    using Fields = decltype(std::declval<const Derived&>().fields());
+    return load_fields(r, std::make_index_sequence<std::tuple_size_v<Fields>>{});
+  }
 
  private:
   template <class T> static void widen_field(T& field) {
     if constexpr (std::is_same_v<T, DType>) field = compute_dtype(field);
   }
+  template <class Tuple, size_t... I>
+  static void save_fields(ParamsWriter& w, const Tuple& t, std::index_sequence<I...>) {
+    (detail::save_param(w, Derived::names[I], std::get<I>(t)), ...);
+  }
+  template <size_t... I> static std::shared_ptr<const Params> load_fields(ParamsReader& r, std::index_sequence<I...>) {
+    using Fields = decltype(std::declval<const Derived&>().fields());
+    std::tuple<std::decay_t<std::tuple_element_t<I, Fields>>...> v;
+    (detail::load_param(r, Derived::names[I], std::get<I>(v)), ...);
+    if constexpr (std::is_constructible_v<Derived, std::decay_t<std::tuple_element_t<I, Fields>>...>) {
+      return std::make_shared<Derived>(std::move(std::get<I>(v))...);
+    } else {  // no such constructor: default-construct, then assign the members fields() names
+      auto d = std::make_shared<Derived>();
+      auto members = d->fields();
+      ((const_cast<std::decay_t<std::tuple_element_t<I, Fields>>&>(std::get<I>(members)) = std::move(std::get<I>(v))),
+       ...);
+      return d;
+    }
+  }
+
   template <class Tuple, size_t... I>
   static void print_fields(std::ostream& os, const Tuple& t, std::index_sequence<I...>) {
     ((os << (I ? " " : "") << Derived::names[I] << "=", detail::print_param(os, std::get<I>(t))), ...);
@@ -172,6 +224,9 @@ using PartialEvalRule = std::vector<Tensor> (*)(const Primitive& self, StageInte
                                                 const std::vector<Tensor>& inputs, const std::vector<bool>& known,
                                                 const Params& params);
 
+/// Rebuilds a primitive's params from the fields its Params::save wrote (fx::load_exported).
+using ParamsLoader = std::shared_ptr<const Params> (*)(ParamsReader& r);
+
 /// Call-like primitives (jit_call, custom_jvp_call, custom_vjp_call, checkpoint): the sub-Jaxpr
 /// the primitive evaluates on its inputs (its outputs are the primitive's outputs).
 using CalleeRule = const Jaxpr& (*)(const Params& params);
@@ -198,6 +253,8 @@ class Primitive {
   /// True when the primitive's rules are those of its sub-Jaxpr (jit_call), so passes may inline
   /// it before any transform; false when it carries rules of its own (custom rules, checkpoint).
   bool callee_transparent = false;
+  /// Reads saved params back (PrimitiveBuilder::params<P>()); null for primitives taking NoParams.
+  ParamsLoader load_params = nullptr;
   /// Why a rule is intentionally absent (e.g. "not differentiable: integer output"); the rule
   /// coverage test accepts a missing rule only with a reason.
   std::string missing_rule_reason;
