@@ -22,43 +22,19 @@ void elementwise_loop(EmitContext& c, const std::function<std::string(const std:
 /// The scalar functor of each elementwise primitive (primitives/scalar_functions.hpp).
 const std::map<std::string, std::string>& functors() {
   static const std::map<std::string, std::string> table = {
-      {"neg", "Neg"},
-      {"sin", "Sin"},
-      {"cos", "Cos"},
-      {"tan", "Tan"},
-      {"exp", "Exp"},
-      {"log", "Log"},
-      {"log1p", "Log1p"},
-      {"expm1", "Expm1"},
-      {"sqrt", "Sqrt"},
-      {"rsqrt", "Rsqrt"},
-      {"tanh", "Tanh"},
-      {"logistic", "Logistic"},
-      {"abs", "Abs"},
-      {"sign", "Sign"},
-      {"floor", "Floor"},
-      {"ceil", "Ceil"},
-      {"round", "Round"},
-      {"round_nearest_even", "RoundNearestEven"},
-      {"logical_not", "Not"},
-      {"stop_gradient", "StopGradient"},
-      {"add", "Add"},
-      {"sub", "Sub"},
-      {"mul", "Mul"},
-      {"div", "Div"},
-      {"rem", "Rem"},
-      {"pow", "Pow"},
-      {"atan2", "Atan2"},
-      {"max", "Max"},
-      {"min", "Min"},
-      {"lt", "Lt"},
-      {"le", "Le"},
-      {"gt", "Gt"},
-      {"ge", "Ge"},
-      {"eq", "Eq"},
-      {"ne", "Ne"},
-      {"logical_and", "LogicalAnd"},
-      {"logical_or", "LogicalOr"},
+      {"neg", "Neg"},        {"sin", "Sin"},        {"cos", "Cos"},
+      {"tan", "Tan"},        {"exp", "Exp"},        {"log", "Log"},
+      {"log1p", "Log1p"},    {"expm1", "Expm1"},    {"sqrt", "Sqrt"},
+      {"rsqrt", "Rsqrt"},    {"tanh", "Tanh"},      {"logistic", "Logistic"},
+      {"abs", "Abs"},        {"sign", "Sign"},      {"floor", "Floor"},
+      {"ceil", "Ceil"},      {"round", "Round"},    {"round_nearest_even", "RoundNearestEven"},
+      {"not", "Not"},        {"erf_inv", "ErfInv"}, {"stop_gradient", "StopGradient"},
+      {"add", "Add"},        {"sub", "Sub"},        {"mul", "Mul"},
+      {"div", "Div"},        {"rem", "Rem"},        {"pow", "Pow"},
+      {"atan2", "Atan2"},    {"max", "Max"},        {"min", "Min"},
+      {"lt", "Lt"},          {"le", "Le"},          {"gt", "Gt"},
+      {"ge", "Ge"},          {"eq", "Eq"},          {"ne", "Ne"},
+      {"and", "LogicalAnd"}, {"or", "LogicalOr"},
   };
   return table;
 }
@@ -87,10 +63,18 @@ void emit_convert(EmitContext& c) {
   });
 }
 
+// fma: a·b + c rounded once (the random family's primitive).
+void emit_fma(EmitContext& c) {
+  elementwise_loop(c, [&](const std::string& i) {
+    return "scalar_functions::fused_multiply_add(" + c.in[0].at(i) + ", " + c.in[1].at(i) + ", " + c.in[2].at(i) + ")";
+  });
+}
+
 void add_elementwise_rules(std::map<std::string, EmitRule>& table) {
   for (const auto& [name, functor] : functors()) table[name] = &emit_functor;
   table["select"] = &emit_select;
   table["convert_element_type"] = &emit_convert;
+  table["fma"] = &emit_fma;
 }
 
 }  // namespace fluxion::codegen_detail

@@ -126,19 +126,32 @@ void emit_arg_reduce(EmitContext& c) {
   close_loops(c.code, loops);
 }
 
-// cumsum: each row along the axis summed sequentially in the accumulator, rounded per element.
-void emit_cumsum(EmitContext& c) {
-  const auto& p = c.eq.params->as<reduce_rules::CumsumParams>();
+// cumsum, cumprod, cummax, cummin, cumlogsumexp: each row along the axis combined sequentially in
+// the CPU kernels' accumulator (primitives/cumulative.hpp), rounded per element: double for f32 (and
+// for f32 and f64 sums), unsigned for integer sums, wrapping for integer products.
+void emit_cumulative(EmitContext& c) {
+  const std::string& name = c.eq.primitive->name;
   const Value& x = c.in[0];
+  const DType d = x.aval.dtype;
+  const auto& p = c.eq.params->as<reduce_rules::CumsumParams>();
   const Shape& shape = x.aval.shape;
   if (shape.num_elements() == 0) return;
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < shape.size(); ++d) {
-    if (d < p.axis) outer *= shape[d];
-    if (d > p.axis) inner *= shape[d];
+  for (int64_t dim = 0; dim < shape.size(); ++dim) {
+    if (dim < p.axis) outer *= shape[dim];
+    if (dim > p.axis) inner *= shape[dim];
   }
   const int64_t n = shape[p.axis];
-  const std::string acc_type = sum_accumulator(x.aval.dtype);
+  const std::string acc_type = name == "cumsum" ? sum_accumulator(d) : d == DType::f32 ? "double" : x.type();
+  const std::string v = "static_cast<" + acc_type + ">(" + x.ptr + "[at])";
+  std::string combine;
+  if (name == "cumsum") combine = "acc + " + v;
+  else if (name == "cummax") combine = "scalar_functions::Max::apply(acc, " + v + ")";
+  else if (name == "cummin") combine = "scalar_functions::Min::apply(acc, " + v + ")";
+  else if (name == "cumprod" && !is_floating(d))
+    combine = "static_cast<" + acc_type + ">(static_cast<unsigned long long>(acc) * static_cast<unsigned long long>(" +
+              v + "))";
+  else if (name == "cumprod") combine = "acc * " + v;
   c.code.open("for (int64_t row = 0; row < " + std::to_string(outer * inner) + "; ++row)");
   c.code.line("const int64_t base = (row / " + std::to_string(inner) + ") * " + std::to_string(n * inner) +
               " + row % " + std::to_string(inner) + ";");
@@ -146,8 +159,18 @@ void emit_cumsum(EmitContext& c) {
   c.code.open("for (int64_t s = 0; s < " + std::to_string(n) + "; ++s)");
   c.code.line("const int64_t at = base + " + (p.reverse ? "(" + std::to_string(n - 1) + " - s)" : std::string("s")) +
               " * " + std::to_string(inner) + ";");
-  c.code.line("acc = s == 0 ? static_cast<" + acc_type + ">(" + x.ptr + "[at]) : acc + static_cast<" + acc_type + ">(" +
-              x.ptr + "[at]);");
+  if (name == "cumlogsumexp") {  // log(exp(acc) + exp(x)): the larger plus log1p(exp(smaller - larger))
+    c.code.line("const " + acc_type + " v = " + v + ";");
+    c.code.open("if (s == 0 || acc != acc || v != v)");
+    c.code.line("acc = s == 0 || v != v ? v : acc;");
+    c.code.close("} else {");
+    c.code.line("const " + acc_type + " hi = acc < v ? v : acc, lo = acc < v ? acc : v;");
+    c.code.line("if (lo - lo == lo - lo) acc = hi + static_cast<" + acc_type + ">(::log1p(::exp(lo - hi)));");
+    c.code.line("else acc = hi;  // lo is -inf (or both are +inf): nothing to add");
+    c.code.close();
+  } else {
+    c.code.line("acc = s == 0 ? " + v + " : " + combine + ";");
+  }
   c.code.line(c.out[0].ptr + "[at] = static_cast<" + x.type() + ">(acc);");
   c.code.close();
   c.code.close();
@@ -230,7 +253,7 @@ void add_reduce_rules(std::map<std::string, EmitRule>& table) {
   for (const char* r : {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"}) table[r] = &emit_reduce;
   table["argmax"] = &emit_arg_reduce;
   table["argmin"] = &emit_arg_reduce;
-  table["cumsum"] = &emit_cumsum;
+  for (const char* r : {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}) table[r] = &emit_cumulative;
   table["dot_general"] = &emit_dot_general;
 }
 

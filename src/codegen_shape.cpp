@@ -157,6 +157,40 @@ void emit_dynamic_update_slice(EmitContext& c) {
   });
 }
 
+// gather and scatter_add along `axis` (x = [prefix, n, suffix], result or updates = [prefix, indices,
+// suffix]), every index clamped into [0, n) like XLA.
+void emit_take(EmitContext& c) {
+  const bool is_gather = c.eq.primitive->name == "gather";
+  const int64_t axis = c.eq.params->as<indexing_rules::AxisParams>().axis;
+  const Value &x = c.in[0], &indices = c.in[1];
+  const Shape& shape = x.aval.shape;
+  int64_t prefix = 1, suffix = 1;
+  for (int64_t d = 0; d < shape.size(); ++d) {
+    if (d < axis) prefix *= shape[d];
+    if (d > axis) suffix *= shape[d];
+  }
+  const int64_t n = shape[axis], count = indices.aval.shape.num_elements();
+  if (!is_gather) copy_elements(c.code, c.out[0].ptr, x.ptr, shape.num_elements(), x.aval.dtype);
+  if (prefix * count * suffix == 0) return;
+  const std::string sfx = std::to_string(suffix);
+  c.code.open("for (int64_t p = 0; p < " + std::to_string(prefix) + "; ++p)");
+  c.code.open("for (int64_t q = 0; q < " + std::to_string(count) + "; ++q)");
+  c.code.line("const int64_t k = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(" + indices.at("q") +
+              "), 0), " + std::to_string(n - 1) + ");");
+  c.code.open("for (int64_t s = 0; s < " + sfx + "; ++s)");
+  const std::string at_x = "(p * " + std::to_string(n) + " + k) * " + sfx + " + s";
+  const std::string at_taken = "(p * " + std::to_string(count) + " + q) * " + sfx + " + s";
+  if (is_gather) {
+    c.code.line(c.out[0].ptr + "[" + at_taken + "] = " + x.ptr + "[" + at_x + "];");
+  } else {
+    const std::string dst = c.out[0].ptr + "[" + at_x + "]";
+    c.code.line(dst + " = scalar_functions::Add::apply(" + dst + ", " + c.in[2].at(at_taken) + ");");
+  }
+  c.code.close();
+  c.code.close();
+  c.code.close();
+}
+
 bool is_view(const std::string& name) {
   return name == "reshape" || name == "squeeze" || name == "expand_dims" || name == "stop_gradient";
 }
@@ -171,6 +205,8 @@ void add_shape_rules(std::map<std::string, EmitRule>& table) {
   table["iota"] = &emit_iota;
   table["dynamic_slice"] = &emit_dynamic_slice;
   table["dynamic_update_slice"] = &emit_dynamic_update_slice;
+  table["gather"] = &emit_take;
+  table["scatter_add"] = &emit_take;
 }
 
 }  // namespace fluxion::codegen_detail

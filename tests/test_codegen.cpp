@@ -191,7 +191,10 @@ TEST_CASE("emit_cpp: every registry sample of a supported primitive matches eage
   for (const fx::Primitive* p : fx::all_primitives())
     if (staged.count(p->name) && !supported.count(p->name))
       CHECK_MESSAGE(refused.count(p->name), p->name, " is neither supported nor refused");
-  MESSAGE(cases.size(), " samples of ", supported.size(), " supported primitives; ", refused.size(), " refused");
+  std::string refused_list;
+  for (const std::string& r : refused) refused_list += " " + r;
+  MESSAGE(cases.size(), " samples of ", supported.size(), " supported primitives; ", refused.size(),
+          " refused:", refused_list);
   REQUIRE(cases.size() > 200);
 
   const std::string exe = compile(source + driver(cases), "samples");
