@@ -179,6 +179,11 @@ void emit_cumulative(EmitContext& c) {
 // dot_general: loops over the batch dims and lhs's free dims; then, when rhs's free dims end with
 // its last (contiguous) dim, the contraction loops outside rhs's free loops (a row of rhs streams
 // into a row of the result: the i-k-j order of a matrix product), else a dot product per element.
+/// The most result elements one dot_general block accumulates in a local array (16 KiB of f32).
+inline constexpr int64_t kRowAccumulator = 4096;
+/// Contraction steps per pass over a block.
+inline constexpr int64_t kUnroll = 4;
+
 void emit_dot_general(EmitContext& c) {
   const auto& p = c.eq.params->as<primitives::dot_general_family::DotGeneralParams>();
   const Value &lhs = c.in[0], &rhs = c.in[1];
@@ -228,7 +233,49 @@ void emit_dot_general(EmitContext& c) {
   const std::string out_at = c.out[0].ptr + "[" + affine(o_at) + "]";
   const std::string l_val = lhs.at(affine(l_at)), r_val = rhs.at(affine(r_at));
   const size_t outer = open_loops(c.code, batch_loops) + open_loops(c.code, lhs_loops);
-  if (last_rhs_free == rs.size() - 1 && !contract_loops.empty()) {
+  int64_t row = 1;  // rhs's free elements: one contiguous block of the result per batch and lhs index
+  for (const auto& loop : rhs_loops) row *= loop.second;
+  if (last_rhs_free == rs.size() - 1 && !contract_loops.empty() && row <= kRowAccumulator) {
+    // The block accumulates in a local array (which no pointer can alias, so compilers vectorise
+    // the innermost loop) and is stored once.
+    Terms block, within;
+    for (size_t i = 0; i < o_at.size(); ++i)
+      (i < batch_loops.size() + lhs_loops.size() ? block : within).push_back(o_at[i]);
+    const std::string acc = "acc[" + affine(within) + "]";
+    c.code.line(t + " acc[" + std::to_string(row) + "] = {};");
+    if (contract_loops.size() == 1 && contract_loops[0].second >= 2 * kUnroll) {
+      // kUnroll contraction steps per pass over the block: each element still adds its products in
+      // index order (the same roundings), with a quarter of the block's loads and stores.
+      const int64_t extent = contract_loops[0].second;
+      c.code.line("int64_t c0 = 0;");
+      c.code.open("for (; c0 + " + std::to_string(kUnroll) + " <= " + std::to_string(extent) +
+                  "; c0 += " + std::to_string(kUnroll) + ")");
+      std::vector<std::string> r_vals;
+      for (int64_t u = 0; u < kUnroll; ++u) {
+        Terms lu = l_at, ru = r_at;
+        for (auto& term : lu)
+          if (term.first == "c0") term.first = "(c0 + " + std::to_string(u) + ")";
+        for (auto& term : ru)
+          if (term.first == "c0") term.first = "(c0 + " + std::to_string(u) + ")";
+        c.code.line("const " + t + " a" + std::to_string(u) + " = " + lhs.at(affine(lu)) + ";");
+        r_vals.push_back(rhs.at(affine(ru)));
+      }
+      const size_t n = open_loops(c.code, rhs_loops);
+      c.code.line(t + " sum = " + acc + ";");
+      for (int64_t u = 0; u < kUnroll; ++u) c.code.line(fma_text("sum", "a" + std::to_string(u), r_vals[u]));
+      c.code.line(acc + " = sum;");
+      close_loops(c.code, n);
+      c.code.close();
+      c.code.open("for (; c0 < " + std::to_string(extent) + "; ++c0)");
+    } else {
+      open_loops(c.code, contract_loops);
+    }
+    c.code.line("const " + t + " a = " + l_val + ";");
+    const size_t n = open_loops(c.code, rhs_loops);
+    c.code.line(fma_text(acc, "a", r_val));
+    close_loops(c.code, n + (contract_loops.size() == 1 ? 1 : contract_loops.size()));
+    c.code.line("std::memcpy(" + c.out[0].ptr + " + " + affine(block) + ", acc, sizeof acc);");
+  } else if (last_rhs_free == rs.size() - 1 && !contract_loops.empty()) {
     size_t n = open_loops(c.code, rhs_loops);
     c.code.line(out_at + " = " + t + "(0);");
     close_loops(c.code, n);

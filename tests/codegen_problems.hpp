@@ -4,8 +4,6 @@
 #pragma once
 #include <fluxion/fluxion.hpp>
 
-#include "samples.hpp"
-
 #include "passes/passes.hpp"
 
 namespace fluxion::testing::codegen_problems {
@@ -20,15 +18,26 @@ inline Tensor mlp_loss(const Tensor& w1, const Tensor& b1, const Tensor& w2, con
 /// The gradient with respect to the four parameters, as fx::jit runs it.
 inline auto mlp_grad() { return grad(&mlp_loss, argnums<0, 1, 2, 3>); }
 
+/// Deterministic values uniform in [lo, hi) (a 64-bit LCG), of `dtype`.
+inline Tensor pseudo_random(const Shape& shape, DType dtype, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  std::vector<double> v(static_cast<size_t>(shape.num_elements()));
+  uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (double& x : v) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = lo + (hi - lo) * static_cast<double>(state >> 11) * 0x1p-53;
+  }
+  return astype(from_vector(v, shape), dtype);
+}
+
 /// (w1, b1, w2, b2, x, y) for a batch of `batch` examples with `in` features, `hidden` units and
 /// `out` targets, deterministic.
 inline std::vector<Tensor> mlp_args(int64_t batch, int64_t in, int64_t hidden, int64_t out, DType dtype) {
-  return {random_tensor({in, hidden}, dtype, 1, -0.5, 0.5),
-          random_tensor({hidden}, dtype, 2, -0.1, 0.1),
-          random_tensor({hidden, out}, dtype, 3, -0.5, 0.5),
-          random_tensor({out}, dtype, 4, -0.1, 0.1),
-          random_tensor({batch, in}, dtype, 5),
-          random_tensor({batch, out}, dtype, 6)};
+  return {pseudo_random({in, hidden}, dtype, 1, -0.5, 0.5),
+          pseudo_random({hidden}, dtype, 2, -0.1, 0.1),
+          pseudo_random({hidden, out}, dtype, 3, -0.5, 0.5),
+          pseudo_random({out}, dtype, 4, -0.1, 0.1),
+          pseudo_random({batch, in}, dtype, 5),
+          pseudo_random({batch, out}, dtype, 6)};
 }
 
 /// The damped pendulum theta'' = -k sin(theta) - c theta' (params = (k, c)) from state s0 = (theta,
