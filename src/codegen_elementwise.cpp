@@ -1,6 +1,7 @@
-// emit_cpp's elementwise rules: unary, binary, comparison, select and convert_element_type, each one
-// loop calling the library's scalar functor (embedded in the generated file), so the formulas are
-// the library's own.
+// emit_cpp's elementwise rules: unary, binary, comparison, select, convert_element_type and fma, each
+// one loop calling the library's scalar functor (embedded in the generated file), so the formulas are
+// the library's own. An elementwise result read once, by another elementwise equation, is not stored:
+// its expression is substituted into the reader's (src/codegen_function.cpp decides).
 #include "primitives/conversion.hpp"
 #include "src/codegen_emitter.hpp"
 
@@ -39,42 +40,33 @@ const std::map<std::string, std::string>& functors() {
   return table;
 }
 
-/// Unary and binary primitives: `scalar_functions::F::apply(operands...)`; literals are typed
-/// like the other operand, so the functor's template argument is deduced once.
-void emit_functor(EmitContext& c) {
-  const std::string f = "scalar_functions::" + functors().at(c.eq.primitive->name) + "::apply(";
-  elementwise_loop(c, [&](const std::string& i) {
-    std::string args;
-    for (const Value& v : c.in) args += (args.empty() ? "" : ", ") + v.at(i);
-    return f + args + ")";
-  });
+bool is_elementwise(const std::string& name) {
+  return functors().count(name) || name == "select" || name == "convert_element_type" || name == "fma";
 }
 
-void emit_select(EmitContext& c) {
-  elementwise_loop(c, [&](const std::string& i) {
-    return "scalar_functions::Select::apply(" + c.in[0].at(i) + ", " + c.in[1].at(i) + ", " + c.in[2].at(i) + ")";
-  });
+// Unary and binary primitives call `scalar_functions::F::apply(operands...)` (literals are typed like
+// the other operand, so the functor's template argument is deduced once); select, convert and fma
+// their own functions.
+std::string elementwise_expression(const Equation& eq, const std::vector<Value>& in, const std::string& i) {
+  const std::string& name = eq.primitive->name;
+  std::string args;
+  for (const Value& v : in) args += (args.empty() ? "" : ", ") + v.at(i);
+  if (name == "select") return "scalar_functions::Select::apply(" + args + ")";
+  if (name == "fma") return "scalar_functions::fused_multiply_add(" + args + ")";  // a·b + c rounded once
+  if (name == "convert_element_type") {
+    const DType to = eq.params->as<primitives::conversion_family::ConvertElementTypeParams>().new_dtype;
+    return "scalar_functions::ConvertElementType<" + std::string(c_type(to)) + ">::apply(" + args + ")";
+  }
+  return "scalar_functions::" + functors().at(name) + "::apply(" + args + ")";
 }
 
-void emit_convert(EmitContext& c) {
-  const DType to = c.eq.params->as<primitives::conversion_family::ConvertElementTypeParams>().new_dtype;
-  elementwise_loop(c, [&](const std::string& i) {
-    return "scalar_functions::ConvertElementType<" + std::string(c_type(to)) + ">::apply(" + c.in[0].at(i) + ")";
-  });
-}
-
-// fma: a·b + c rounded once (the random family's primitive).
-void emit_fma(EmitContext& c) {
-  elementwise_loop(c, [&](const std::string& i) {
-    return "scalar_functions::fused_multiply_add(" + c.in[0].at(i) + ", " + c.in[1].at(i) + ", " + c.in[2].at(i) + ")";
-  });
+void emit_elementwise(EmitContext& c) {
+  elementwise_loop(c, [&](const std::string& i) { return elementwise_expression(c.eq, c.in, i); });
 }
 
 void add_elementwise_rules(std::map<std::string, EmitRule>& table) {
-  for (const auto& [name, functor] : functors()) table[name] = &emit_functor;
-  table["select"] = &emit_select;
-  table["convert_element_type"] = &emit_convert;
-  table["fma"] = &emit_fma;
+  for (const auto& [name, functor] : functors()) table[name] = &emit_elementwise;
+  for (const char* name : {"select", "convert_element_type", "fma"}) table[name] = &emit_elementwise;
 }
 
 }  // namespace fluxion::codegen_detail

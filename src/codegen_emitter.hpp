@@ -43,8 +43,9 @@ class Code {
 /// How generated code reaches an operand: a pointer variable, or (for a literal) a value.
 struct Value {
   AbstractValue aval;
-  std::string ptr;      // a pointer expression; empty for a literal
+  std::string ptr;      // a pointer expression; empty for a literal or a fused value
   std::string literal;  // a literal's value expression
+  std::string fused;    // a fused elementwise value: its expression, '@' standing for the index
   /// The element at flat index `idx`; rank-0 operands (and literals) broadcast.
   std::string at(const std::string& idx) const;
   const char* type() const { return c_type(aval.dtype); }
@@ -91,6 +92,10 @@ using EmitRule = void (*)(EmitContext& c);
 EmitRule find_rule(const std::string& name);
 /// Every supported primitive name, sorted.
 std::vector<std::string> supported_names();
+/// The elementwise primitives (their results may be fused into the elementwise equation reading them).
+bool is_elementwise(const std::string& name);
+/// An elementwise equation's value at flat index `idx`, from its operands' values.
+std::string elementwise_expression(const Equation& eq, const std::vector<Value>& in, const std::string& idx);
 /// Primitives whose result is the operand's bytes unchanged (reshape, squeeze, expand_dims,
 /// stop_gradient): the function emitter aliases them instead of copying.
 bool is_view(const std::string& name);

@@ -62,29 +62,61 @@ class FunctionEmitter {
   std::string emit(int64_t* workspace_bytes) {
     const size_t nvars = j_.avals.size(), neq = j_.equations.size();
     const int64_t end = static_cast<int64_t>(neq);
+    std::vector<int> returned(nvars, 0), reads(nvars, 0);
+    std::vector<int64_t> reader(nvars, -1);
+    for (const Atom& a : j_.outputs)
+      if (!a.is_literal()) ++returned[static_cast<size_t>(a.var)];
+    for (size_t k = 0; k < neq; ++k)
+      for (const Atom& a : j_.equations[k].inputs)
+        if (!a.is_literal())
+          ++reads[static_cast<size_t>(a.var)], reader[static_cast<size_t>(a.var)] = static_cast<int64_t>(k);
+    // Fusion: an elementwise result read once, by an elementwise equation, and not returned, becomes
+    // an expression in its reader's loop. `at_[k]` is where equation k's operands are read: its
+    // own position, or (fused) its reader's.
+    fused_into_.assign(neq, -1);
+    for (size_t k = 0; k < neq; ++k) {
+      const Equation& e = j_.equations[k];
+      if (e.outputs.size() != 1 || !is_elementwise(e.primitive->name)) continue;
+      const size_t v = static_cast<size_t>(e.outputs[0]);
+      if (returned[v] || reads[v] != 1) continue;
+      const Equation& r = j_.equations[static_cast<size_t>(reader[v])];
+      if (is_elementwise(r.primitive->name) && !is_view(r.primitive->name)) fused_into_[k] = reader[v];
+    }
+    std::vector<int64_t> at(neq);
+    for (size_t k = neq; k-- > 0;)
+      at[k] = fused_into_[k] >= 0 ? at[static_cast<size_t>(fused_into_[k])] : static_cast<int64_t>(k);
     // Aliases (views whose result is not returned) share their operand's root buffer; a root lives
     // until the last equation reading it or any alias of it.
     root_.resize(nvars);
     for (size_t v = 0; v < nvars; ++v) root_[v] = static_cast<int32_t>(v);
-    std::vector<int> returned(nvars, 0);
-    for (const Atom& a : j_.outputs)
-      if (!a.is_literal()) ++returned[static_cast<size_t>(a.var)];
     last_use_.assign(nvars, -1);
     for (size_t k = 0; k < neq; ++k) {
       const Equation& e = j_.equations[k];
       for (const Atom& a : e.inputs)
-        if (!a.is_literal()) last_use_[root(a.var)] = static_cast<int64_t>(k);
-      if (aliases(e, returned)) root_[static_cast<size_t>(e.outputs[0])] = root_[static_cast<size_t>(e.inputs[0].var)];
+        if (!a.is_literal()) last_use_[root(a.var)] = std::max(last_use_[root(a.var)], at[k]);
+      if (aliases(k, returned)) root_[static_cast<size_t>(e.outputs[0])] = root_[static_cast<size_t>(e.inputs[0].var)];
     }
     for (const Atom& a : j_.outputs)
       if (!a.is_literal()) last_use_[root(a.var)] = end;
+    // Buffers released after each equation: those it read last, and its results nobody reads.
+    release_after_.assign(neq, {});
+    for (size_t k = 0; k < neq; ++k)
+      for (int32_t v : j_.equations[k].outputs) {
+        const size_t r = root(v);
+        if (r != static_cast<size_t>(v)) continue;  // an alias: its root is released
+        const int64_t last = last_use_[r];
+        if (last < end) release_after_[static_cast<size_t>(last < 0 ? static_cast<int64_t>(k) : last)].push_back(r);
+      }
 
     const std::string fn = module_.fresh("f");
     std::string params;
     env_.resize(nvars);
     for (size_t i = 0; i < j_.invars.size(); ++i) {
       const AbstractValue& av = j_.avals[static_cast<size_t>(j_.invars[i])];
-      params += std::string("const ") + c_type(av.dtype) + "* in" + std::to_string(i) + ", ";
+      const bool unused =
+          reads[static_cast<size_t>(j_.invars[i])] == 0 && returned[static_cast<size_t>(j_.invars[i])] == 0;
+      params += std::string("const ") + c_type(av.dtype) + (unused ? "* /*in" : "* in") + std::to_string(i) +
+                (unused ? "*/, " : ", ");
       env_[static_cast<size_t>(j_.invars[i])] = Value{av, "in" + std::to_string(i), ""};
     }
     // An equation result returned by the function is computed in the caller's output buffer (its
@@ -128,9 +160,16 @@ class FunctionEmitter {
  private:
   size_t root(int32_t v) const { return static_cast<size_t>(root_[static_cast<size_t>(v)]); }
 
-  bool aliases(const Equation& e, const std::vector<int>& returned) const {
-    return is_view(e.primitive->name) && !e.inputs[0].is_literal() && e.outputs.size() == 1 &&
-           returned[static_cast<size_t>(e.outputs[0])] == 0;
+  /// True when equation k is a view of a stored operand whose result is not returned.
+  bool aliases(size_t k, const std::vector<int>& returned) const {
+    const Equation& e = j_.equations[k];
+    if (!is_view(e.primitive->name) || e.inputs[0].is_literal() || e.outputs.size() != 1 || fused_into_[k] >= 0)
+      return false;
+    if (returned[static_cast<size_t>(e.outputs[0])] != 0) return false;
+    const int32_t in = e.inputs[0].var;  // an operand fused away has no buffer to alias
+    for (size_t p = 0; p < k; ++p)
+      if (fused_into_[p] >= 0 && j_.equations[p].outputs[0] == in) return false;
+    return true;
   }
 
   Value value_of(const Atom& a) const {
@@ -149,12 +188,20 @@ class FunctionEmitter {
     for (int32_t v : e.outputs) comment += "v" + std::to_string(v) + " ";
     comment += "= " + p.name;
     for (const Atom& a : e.inputs) comment += a.is_literal() ? " " + value_of(a).literal : " v" + std::to_string(a.var);
+    if (fused_into_[k] >= 0) {
+      const int32_t v = e.outputs[0];
+      code_.line(comment + "  (computed in its reader's loop)");
+      env_[static_cast<size_t>(v)] =
+          Value{j_.avals[static_cast<size_t>(v)], "", "", elementwise_expression(e, in, "@")};
+      return;
+    }
     code_.line(comment);
-    if (aliases(e, returned)) {
+    if (aliases(k, returned)) {
       const int32_t v = e.outputs[0];
       const AbstractValue& av = j_.avals[static_cast<size_t>(v)];
       code_.line(std::string("const ") + c_type(av.dtype) + "* v" + std::to_string(v) + " = " + in[0].ptr + ";");
       env_[static_cast<size_t>(v)] = Value{av, "v" + std::to_string(v), ""};
+      release_after(k);
       return;
     }
     EmitRule rule = find_rule(p.name);
@@ -193,15 +240,11 @@ class FunctionEmitter {
     rule(ctx);
     code_.close();
     for (const Held& h : held) planner_.release(h.offset, h.bytes, h.tag);
-    // Buffers whose last reader was this equation, and results nobody reads.
-    std::vector<size_t> done;
-    for (const Atom& a : e.inputs)
-      if (!a.is_literal() && last_use_[root(a.var)] == static_cast<int64_t>(k)) done.push_back(root(a.var));
-    for (int32_t v : e.outputs)
-      if (last_use_[root(v)] < 0) done.push_back(root(v));
-    std::sort(done.begin(), done.end());
-    done.erase(std::unique(done.begin(), done.end()), done.end());
-    for (size_t r : done) {
+    release_after(k);
+  }
+
+  void release_after(size_t k) {
+    for (size_t r : release_after_[k]) {
       if (offsets_[r] < 0) continue;
       const AbstractValue& av = j_.avals[r];
       planner_.release(offsets_[r], av.shape.num_elements() * dtype_size(av.dtype), static_cast<int>(av.dtype));
@@ -222,7 +265,8 @@ class FunctionEmitter {
   Code code_;
   std::vector<Value> env_;
   std::vector<int32_t> root_;
-  std::vector<int64_t> last_use_, offsets_;
+  std::vector<int64_t> last_use_, offsets_, fused_into_;
+  std::vector<std::vector<size_t>> release_after_;
   WorkspacePlanner planner_;
 };
 
