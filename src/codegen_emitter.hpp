@@ -96,6 +96,9 @@ std::vector<std::string> supported_names();
 bool is_elementwise(const std::string& name);
 /// An elementwise equation's value at flat index `idx`, from its operands' values.
 std::string elementwise_expression(const Equation& eq, const std::vector<Value>& in, const std::string& idx);
+/// broadcast_in_dim's value at flat index `idx` of its result (div/mod of the index): how a broadcast
+/// read once by an elementwise equation is fused into it.
+std::string broadcast_expression(const Equation& eq, const Value& in, const std::string& idx);
 /// Primitives whose result is the operand's bytes unchanged (reshape, squeeze, expand_dims,
 /// stop_gradient): the function emitter aliases them instead of copying.
 bool is_view(const std::string& name);

@@ -70,13 +70,14 @@ class FunctionEmitter {
       for (const Atom& a : j_.equations[k].inputs)
         if (!a.is_literal())
           ++reads[static_cast<size_t>(a.var)], reader[static_cast<size_t>(a.var)] = static_cast<int64_t>(k);
-    // Fusion: an elementwise result read once, by an elementwise equation, and not returned, becomes
-    // an expression in its reader's loop. `at_[k]` is where equation k's operands are read: its
+    // Fusion: an elementwise or broadcast_in_dim result read once, by an elementwise equation, and not
+    // returned, becomes an expression in its reader's loop. `at_[k]` is where equation k's operands are read: its
     // own position, or (fused) its reader's.
     fused_into_.assign(neq, -1);
     for (size_t k = 0; k < neq; ++k) {
       const Equation& e = j_.equations[k];
-      if (e.outputs.size() != 1 || !is_elementwise(e.primitive->name)) continue;
+      const bool broadcast = e.primitive->name == "broadcast_in_dim";
+      if (e.outputs.size() != 1 || !(is_elementwise(e.primitive->name) || broadcast)) continue;
       const size_t v = static_cast<size_t>(e.outputs[0]);
       if (returned[v] || reads[v] != 1) continue;
       const Equation& r = j_.equations[static_cast<size_t>(reader[v])];
@@ -191,8 +192,9 @@ class FunctionEmitter {
     if (fused_into_[k] >= 0) {
       const int32_t v = e.outputs[0];
       code_.line(comment + "  (computed in its reader's loop)");
-      env_[static_cast<size_t>(v)] =
-          Value{j_.avals[static_cast<size_t>(v)], "", "", elementwise_expression(e, in, "@")};
+      const std::string expr =
+          p.name == "broadcast_in_dim" ? broadcast_expression(e, in[0], "@") : elementwise_expression(e, in, "@");
+      env_[static_cast<size_t>(v)] = Value{j_.avals[static_cast<size_t>(v)], "", "", expr};
       return;
     }
     code_.line(comment);

@@ -32,6 +32,23 @@ void emit_broadcast_in_dim(EmitContext& c) {
   strided_read(c, c.in[0], strides, "0");
 }
 
+std::string broadcast_expression(const Equation& eq, const Value& in, const std::string& idx) {
+  const auto& p = eq.params->as<shape_rules::BroadcastInDimParams>();
+  const Shape& in_shape = in.aval.shape;
+  const std::vector<int64_t> in_strides = strides_of(in_shape), out_strides = strides_of(p.shape);
+  std::string e;
+  for (size_t i = 0; i < p.broadcast_dimensions.size(); ++i) {
+    if (in_shape[static_cast<int64_t>(i)] == 1) continue;
+    const size_t d = static_cast<size_t>(p.broadcast_dimensions[i]);
+    std::string term = "(" + idx + ")";  // the result's index along d
+    if (out_strides[d] != 1) term += " / " + std::to_string(out_strides[d]);
+    if (d > 0) term += " % " + std::to_string(p.shape[static_cast<int64_t>(d)]);
+    if (in_strides[i] != 1) term = "(" + term + ") * " + std::to_string(in_strides[i]);
+    e += (e.empty() ? "" : " + ") + term;
+  }
+  return in.at(e.empty() ? "0" : e);
+}
+
 void emit_transpose(EmitContext& c) {
   const auto& perm = c.eq.params->as<shape_rules::TransposeParams>().permutation;
   const std::vector<int64_t> in_strides = strides_of(c.in[0].aval.shape);

@@ -263,3 +263,52 @@ TEST_CASE("emit_cpp: an RK4 pendulum in fx::scan, 100 steps, matches fx::jit") {
   CHECK(compare_tensors(results[0][0], final_state) == "");
   CHECK(compare_tensors(results[0][1], thetas) == "");
 }
+
+TEST_CASE("emit_cpp: fused chains, broadcasts, views and repeated or input outputs match eager bit for bit") {
+  auto program = [](const Tensor& x, const Tensor& y, const Tensor& s) {
+    Tensor a = x * y + s;  // broadcasts of a vector and of a scalar, fused into the loop
+    Tensor b = fx::where(a > 0.0, a, -a * 0.5);
+    Tensor e = fx::transpose(fx::reshape(fx::stop_gradient(b), {3, 4}));  // views alias b
+    return std::make_tuple(e, a, x, fx::sum(b), e);
+  };
+  const Tensor x = fx::from_vector<double>({1.5, -2, 0.25, -0.0, 3, -1, 2, 0.5, -4, 1, -0.75, 2.5}, fx::Shape{4, 3});
+  const Tensor y = fx::tensor<double>({2.0, -0.5, 1.25}), s = fx::scalar<double>(-0.125);
+  const auto [e, a, x_out, total, e2] = program(x, y, s);
+  Case c{"chain", "chain", fx::make_jaxpr(program)(x, y, s), {x, y, s}, {e, a, x_out, total, e2}};
+  const std::string code = fx::emit_cpp(c.jaxpr, c.name);
+  CHECK(code.find("(computed in its reader's loop)") != std::string::npos);
+  const std::string exe = compile(code + driver({c}), "chain");
+  REQUIRE(!exe.empty());
+  const auto results = run(exe, {c});
+  REQUIRE(results.size() == 1);
+  for (size_t i = 0; i < 5; ++i) {
+    INFO("output ", i, ": emitted ", results[0][i], " eager ", c.expected[i]);
+    CHECK(same_bits(results[0][i], c.expected[i]));
+  }
+}
+
+TEST_CASE("emit_cpp: cond and while_loop take the path of their inputs") {
+  auto program = [](const Tensor& x) {
+    Tensor y = fx::cond(
+        fx::sum(x) > 0.0, [](const Tensor& v) { return v * 2.0; }, [](const Tensor& v) { return v - 1.0; }, x);
+    Tensor z = fx::while_loop([](const Tensor& v) { return fx::sum(v) < 100.0; },
+                              [](const Tensor& v) { return v * 1.5 + 1.0; }, y);
+    return std::make_pair(y, z);
+  };
+  const Tensor positive = fx::tensor<double>({1.0, 2.0, 0.5}), negative = fx::tensor<double>({-1.0, 2.0, -3.5});
+  const fx::Jaxpr j = fx::make_jaxpr(program)(positive);
+  std::vector<Case> cases;
+  for (const Tensor& x : {positive, negative}) {
+    const auto [y, z] = program(x);
+    cases.push_back(Case{"branchy", "branchy", j, {x}, {y, z}});
+  }
+  const std::string exe = compile(fx::emit_cpp(j, "branchy") + driver(cases), "branchy");
+  REQUIRE(!exe.empty());
+  const auto results = run(exe, cases);
+  REQUIRE(results.size() == 2);
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t i = 0; i < 2; ++i) {
+      INFO("case ", k, " output ", i, ": emitted ", results[k][i], " eager ", cases[k].expected[i]);
+      CHECK(compare_tensors(results[k][i], cases[k].expected[i]) == "");
+    }
+}
