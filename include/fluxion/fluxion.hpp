@@ -6,6 +6,7 @@
 #pragma once
 
 #include "fluxion/checkpoint.hpp"
+#include "fluxion/codegen.hpp"
 #include "fluxion/control_flow.hpp"
 #include "fluxion/cuda.hpp"
 #include "fluxion/custom_rules.hpp"
