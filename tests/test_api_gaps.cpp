@@ -319,14 +319,38 @@ TEST_CASE("hessian takes argnums: the blocks d2f / d(ai) d(aj), rows per argumen
   fx::Tensor a = fx::tensor({1.0, 2.0}), b = fx::tensor({3.0, 5.0});
   CHECK(vals(fx::hessian(f)(a, b)) == std::vector<double>{6, 0, 0, 10});
   CHECK(vals(fx::hessian(f, fx::argnums<1>)(a, b)) == std::vector<double>{0, 0, 0, 0});
-  std::vector<std::tuple<fx::Tensor, fx::Tensor>> h = fx::hessian(f, fx::argnums<0, 1>)(a, b);
-  REQUIRE(h.size() == 2);
-  CHECK(vals(std::get<0>(h[0])) == std::vector<double>{6, 0, 0, 10});  // d2f / da da = diag(2b)
-  CHECK(vals(std::get<1>(h[0])) == std::vector<double>{2, 0, 0, 4});   // d2f / da db = diag(2a)
-  CHECK(vals(std::get<0>(h[1])) == std::vector<double>{2, 0, 0, 4});
-  CHECK(vals(std::get<1>(h[1])) == std::vector<double>{0, 0, 0, 0});
+  // Nested like JAX's: ((d2f/da da, d2f/da db), (d2f/db da, d2f/db db)).
+  using Pair = std::tuple<fx::Tensor, fx::Tensor>;
+  std::tuple<Pair, Pair> h = fx::hessian(f, fx::argnums<0, 1>)(a, b);
+  CHECK(vals(std::get<0>(std::get<0>(h))) == std::vector<double>{6, 0, 0, 10});  // d2f / da da = diag(2b)
+  CHECK(vals(std::get<1>(std::get<0>(h))) == std::vector<double>{2, 0, 0, 4});   // d2f / da db = diag(2a)
+  CHECK(vals(std::get<0>(std::get<1>(h))) == std::vector<double>{2, 0, 0, 4});
+  CHECK(vals(std::get<1>(std::get<1>(h))) == std::vector<double>{0, 0, 0, 0});
   auto hj = fx::jit(fx::hessian(f, fx::argnums<0, 1>))(a, b);
-  CHECK(vals(std::get<1>(hj[0])) == std::vector<double>{2, 0, 0, 4});
+  CHECK(vals(std::get<1>(std::get<0>(hj))) == std::vector<double>{2, 0, 0, 4});
+}
+
+TEST_CASE("Jacobians of pytree outputs keep the output's structure outside, the input's inside, like JAX") {
+  fx::Tensor x = fx::tensor({1.0, 2.0});
+  auto pair_out = [](const fx::Tensor& v) { return std::make_pair(v * v, fx::sum(v)); };
+  std::pair<fx::Tensor, fx::Tensor> jp = fx::jacrev(pair_out)(x);
+  CHECK(vals(jp.first) == std::vector<double>{2, 0, 0, 4});
+  CHECK(vals(jp.second) == std::vector<double>{1, 1});
+  auto map_out = [](const fx::Tensor& v) {
+    return std::map<std::string, fx::Tensor>{{"cube", v * v * v}, {"twice", v * 2.0}};
+  };
+  std::map<std::string, fx::Tensor> jm = fx::jacfwd(map_out)(x);
+  CHECK(vals(jm.at("cube")) == std::vector<double>{3, 0, 0, 12});
+  CHECK(vals(jm.at("twice")) == std::vector<double>{2, 0, 0, 2});
+  // A tuple output and two arguments: one tuple of (d/da, d/db) per output.
+  auto two = [](const fx::Tensor& a, const fx::Tensor& b) { return std::make_tuple(a * b, fx::sum(a)); };
+  auto jt = fx::jacobian(two, fx::argnums<0, 1>)(x, x);
+  CHECK(vals(std::get<1>(std::get<0>(jt))) == std::vector<double>{1, 0, 0, 2});  // d(a b) / db = diag(a)
+  CHECK(vals(std::get<0>(std::get<1>(jt))) == std::vector<double>{1, 1});        // d sum(a) / da
+  // A std::vector output stays a std::vector (as before).
+  auto vec_out = [](const fx::Tensor& v) { return std::vector<fx::Tensor>{v, -v}; };
+  std::vector<fx::Tensor> jv = fx::jacrev(vec_out)(x);
+  CHECK(jv.size() == 2);
 }
 
 // ---- vmap in_axes / out_axes per leaf ----

@@ -18,6 +18,7 @@
 
 #include "fluxion/jaxpr.hpp"
 #include "fluxion/lax.hpp"
+#include "fluxion/jacobian_tree.hpp"
 #include "fluxion/pytree.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/jvp.hpp"
@@ -607,24 +608,6 @@ std::vector<int64_t> leaf_offsets(const std::vector<Tensor>& leaves);
 /// `basis_leaves` (rows offset..offset+size of `basis_leaf`), the Jacobian block of shape
 /// other.shape ++ basis_leaf.shape (when `basis_is_input`) or basis_leaf.shape ++ other.shape.
 Tensor jacobian_block(const Tensor& batched, int64_t offset, const Shape& basis_leaf, bool basis_is_input);
-
-/// The Jacobian's blocks [output leaf][input leaf] assembled like JAX's nesting: for a Tensor
-/// output, a value shaped like the input (each leaf holding its block); otherwise one such value
-/// per output leaf, in leaf order.
-template <class X, class Y>
-auto assemble_jacobian(const X& x, const Y&, const std::vector<std::vector<Tensor>>& blocks) {
-  if constexpr (std::is_same_v<Y, Tensor>) {
-    auto it = blocks[0].cbegin();
-    return PyTree<X>::rebuild(x, it);
-  } else {
-    std::vector<X> rows;
-    for (const auto& row : blocks) {
-      auto it = row.cbegin();
-      rows.push_back(PyTree<X>::rebuild(x, it));
-    }
-    return rows;
-  }
-}
 
 /// Blocks from forward mode: ys[j] = [n, *out_j], n running over the input elements.
 std::vector<std::vector<Tensor>> blocks_from_columns(const std::vector<Tensor>& ys,
