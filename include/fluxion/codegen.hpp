@@ -22,6 +22,11 @@ namespace fluxion {
 /// `name` that is not a C identifier.
 std::string emit_cpp(const Jaxpr& jaxpr, const std::string& name);
 
+class Exported;
+/// emit_cpp of an exported (or loaded) function's Jaxpr (fluxion/export.hpp); the entry's arguments are its
+/// flattened input leaves, in order.
+std::string emit_cpp(const Exported& exported, const std::string& name);
+
 /// The primitive names emit_cpp supports, sorted.
 std::vector<std::string> emit_cpp_supported_primitives();
 

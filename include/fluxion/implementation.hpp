@@ -109,3 +109,4 @@
 #include "src/codegen_shape.cpp"
 #include "src/codegen_reduce.cpp"
 #include "src/codegen_control.cpp"
+#include "src/codegen_exported.cpp"
