@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <map>
 
-#include "primitives/reduction.hpp"
-#include "runtime/backend.hpp"
 #include "primitives/conversion.hpp"
+#include "primitives/reduction.hpp"
 #include "primitives/shape.hpp"
+#include "runtime/backend.hpp"
 
 namespace fluxion::runtime {
 

@@ -14,8 +14,8 @@
 #include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/row_sums.hpp"
 #include "backends/cpu/tile_program_compiler.hpp"
-#include "transforms/half_kernels.hpp"
 #include "runtime/switches.hpp"
+#include "transforms/half_kernels.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
