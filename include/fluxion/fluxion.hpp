@@ -37,6 +37,7 @@
 #include "fluxion/data_parallel.hpp"
 #include "fluxion/overlapped_gradients.hpp"
 #include "fluxion/export.hpp"
+#include "fluxion/amp.hpp"
 
 #ifdef FLUXION_IMPLEMENTATION
 #include "fluxion/implementation.hpp"
