@@ -264,6 +264,23 @@ TEST_CASE("export: files of a newer version, unknown primitives and missing file
         std::string::npos);
 }
 
+TEST_CASE("export: f16 and bf16 functions round-trip, constants and results bit for bit") {
+  for (fx::DType half : {fx::f16, fx::bf16}) {
+    CAPTURE(fx::dtype_name(half));
+    Tensor x = fx::astype(random_tensor({2, 3}, fx::f32, 21), half);
+    Tensor w = fx::astype(random_tensor({3, 4}, fx::f32, 22), half);
+    auto f = [w](const Tensor& x) { return fx::sum(fx::tanh(fx::matmul(x, w)) * 0.3, 1); };
+    fx::Exported e =
+        fx::export_fn(fx::jit(fx::grad([&](const Tensor& x) { return fx::sum(fx::astype(f(x), fx::f32)); })), x);
+    for (fx::ExportFormat format : {fx::ExportFormat::text, fx::ExportFormat::binary}) {
+      fx::Exported g = fx::parse_exported(e.serialize(format), "half");
+      CHECK(g.serialize(format) == e.serialize(format));
+      CHECK(g.in_avals()[0].dtype == half);
+      CHECK(bit_mismatch(g(x), e(x)) == "");
+    }
+  }
+}
+
 TEST_CASE("export: doubles, NaN payloads and negative zeros round-trip bit for bit") {
   const uint64_t payload_bits = 0x7ff8000000000123ULL;
   double nan_payload = 0;
