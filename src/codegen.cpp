@@ -171,10 +171,13 @@ std::string scalar_functions_text(std::string* namespace_name) {
   };
   replace_all("namespace fluxion::scalar_functions", std::string("namespace ") + id);
   replace_all("FLUXION_HD ", "");
-  // The stringised source is one line: break it before declarations (at spaces only, so the
-  // tokens are unchanged).
-  for (const char* head : {" template <class", " struct ", " inline ", " } "})
-    replace_all(head, std::string("\n") + (head + 1));
+  // The stringised source is one line: break it before each declaration that follows the end of
+  // another (at spaces only, so the tokens are unchanged).
+  for (size_t at = 1; at + 1 < s.size(); ++at) {
+    if (s[at] != ' ' || (s[at - 1] != ';' && s[at - 1] != '}' && s[at - 1] != '{')) continue;
+    for (const char* head : {"template <", "struct ", "inline "})
+      if (s.compare(at + 1, std::strlen(head), head) == 0) s[at] = '\n';
+  }
   const std::string guard = std::string(id) + "_DEFINED";
   return "#ifndef " + guard + "\n#define " + guard + "\n" + s + "\n#endif\n";
 }
