@@ -58,8 +58,12 @@ double median_us(const std::function<void()>& f) {
 }
 
 /// The emitted `source` compiled with `flags` into a shared library, loaded.
+std::filesystem::path work_dir() {
+  return std::filesystem::temp_directory_path() / ("fluxion_codegen_bench_" + std::to_string(::getpid()));
+}
+
 void* compile_and_load(const std::string& source, const std::string& stem, const std::string& flags) {
-  const auto dir = std::filesystem::temp_directory_path() / ("fluxion_codegen_bench_" + std::to_string(::getpid()));
+  const auto dir = work_dir();
   std::filesystem::create_directories(dir);
   const auto cpp = dir / (stem + ".cpp"), so = dir / (stem + ".so");
   std::ofstream(cpp) << source;
@@ -181,5 +185,7 @@ int main(int argc, char** argv) {
   bench_mlp(32, 8, 16, 3);
   bench_mlp(256, 64, 128, 10);
   bench_pendulum();
+  std::error_code ignored;
+  std::filesystem::remove_all(work_dir(), ignored);  // the libraries stay mapped until exit
   return 0;
 }

@@ -171,12 +171,22 @@ std::string scalar_functions_text(std::string* namespace_name) {
   };
   replace_all("namespace fluxion::scalar_functions", std::string("namespace ") + id);
   replace_all("FLUXION_HD ", "");
-  // The stringised source is one line: break it before declarations (at spaces only, so the
-  // tokens are unchanged).
-  for (const char* head : {" template <class", " struct ", " inline ", " } "})
-    replace_all(head, std::string("\n") + (head + 1));
+  // The stringised source is one line: break it before each declaration that follows the end of
+  // another (at spaces only, so the tokens are unchanged).
+  for (size_t at = 1; at + 1 < s.size(); ++at) {
+    if (s[at] != ' ' || (s[at - 1] != ';' && s[at - 1] != '}' && s[at - 1] != '{')) continue;
+    for (const char* head : {"template <", "struct ", "inline "})
+      if (s.compare(at + 1, std::strlen(head), head) == 0) s[at] = '\n';
+  }
   const std::string guard = std::string(id) + "_DEFINED";
-  return "#ifndef " + guard + "\n#define " + guard + "\n" + s + "\n#endif\n";
+  // Once per translation unit (GCC keeps a copy of its options per optimize pragma: thousands of
+  // emitted files concatenated took gigabytes): every product is rounded before it is added, no
+  // fused multiply-add contraction, as in the library. It stays on for the rest of the unit.
+  const std::string no_contraction =
+      "// Every product is rounded before it is added (no fused multiply-add contraction), as in the library.\n"
+      "#if defined(__clang__)\n#pragma STDC FP_CONTRACT OFF\n"
+      "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\")\n#endif\n";
+  return "#ifndef " + guard + "\n#define " + guard + "\n" + no_contraction + s + "\n#endif\n";
 }
 
 std::string entry_parameters(const Jaxpr& j) {
@@ -238,9 +248,6 @@ std::string emit_cpp(const Jaxpr& jaxpr, const std::string& name) {
      << "//   void " << name << "(inputs..., outputs...);  // "
      << (ws <= kStackWorkspace ? "the workspace on the stack" : "allocates the workspace once per call") << "\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <limits>\n\n"
-     << "// Every product is rounded before it is added (no fused multiply-add contraction), as in the library.\n"
-     << "#if defined(__clang__)\n#pragma STDC FP_CONTRACT OFF\n"
-     << "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\")\n#endif\n\n"
      << "// The element functions of Fluxion's primitives (the library's primitives/scalar_functions.hpp).\n"
      << scalar_text << "\n"
      << "namespace " << name << "_impl {\n"

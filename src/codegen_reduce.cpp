@@ -37,6 +37,9 @@ std::string sum_accumulator(DType d) {
   return d == DType::i64 ? "uint64_t" : "uint32_t";
 }
 
+/// The most result elements a column reduction accumulates in a local array.
+inline constexpr int64_t kColumnAccumulator = 2048;
+
 // reduce_*: per result element (the kept dims' loops), the reduced dims' loops in index order.
 void emit_reduce(EmitContext& c) {
   const std::string& name = c.eq.primitive->name;
@@ -76,13 +79,34 @@ void emit_reduce(EmitContext& c) {
                            : is_prod ? acc_type + "(1)"
                                      : identity;
   const std::string xv = "static_cast<" + acc_type + ">(" + x.at(affine(at)) + ")";
-  std::string combine;
-  if (is_sum) combine = "acc = acc + " + xv + ";";
-  else if (is_prod) combine = "acc = acc * " + xv + ";";
-  else if (is_floating(d))  // a NaN sticks; otherwise the larger (smaller)
-    combine = "{ const " + t + " v = " + xv + "; if (acc == acc && (v != v || " + (is_max ? "acc < v" : "v < acc") +
-              ")) acc = v; }";
-  else combine = "{ const " + t + " v = " + xv + "; if (" + (is_max ? "acc < v" : "v < acc") + ") acc = v; }";
+  // `a` accumulates one element; a NaN sticks in max/min, otherwise the larger (smaller) is kept.
+  auto combine_into = [&](const std::string& a) {
+    if (is_sum) return a + " = " + a + " + " + xv + ";";
+    if (is_prod) return a + " = " + a + " * " + xv + ";";
+    const std::string better = is_max ? a + " < v" : "v < " + a;
+    if (is_floating(d))
+      return "{ const " + t + " v = " + xv + "; if (" + a + " == " + a + " && (v != v || " + better + ")) " + a +
+             " = v; }";
+    return "{ const " + t + " v = " + xv + "; if (" + better + ") " + a + " = v; }";
+  };
+  const bool leading = !kept.empty() && !reduced.empty() && axes.back() < static_cast<int64_t>(axes.size());
+  if (leading && n_out <= kColumnAccumulator) {
+    // The reduced axes lead (column sums): the rows stream through in order into one accumulator per
+    // result element, each still combining its elements in index order.
+    Terms within;
+    for (const auto& [var, stride] : at)
+      if (var[0] == 'k') within.push_back({var, stride});
+    const std::string a = "acc[" + affine(within) + "]";
+    c.code.line(acc_type + " acc[" + std::to_string(n_out) + "];");
+    c.code.line("std::fill(acc, acc + " + std::to_string(n_out) + ", " + acc_type + "(" + init + "));");
+    const size_t loops = open_loops(c.code, reduced) + open_loops(c.code, kept);
+    c.code.line(combine_into(a));
+    close_loops(c.code, loops);
+    c.code.line("for (int64_t o = 0; o < " + std::to_string(n_out) + "; ++o) " + c.out[0].ptr + "[o] = static_cast<" +
+                t + ">(acc[o]);");
+    return;
+  }
+  const std::string combine = combine_into("acc");
   c.code.line("int64_t o = 0;");
   const size_t outer = open_loops(c.code, kept);
   c.code.line(acc_type + " acc = " + init + ";");

@@ -39,13 +39,21 @@ struct Case {
   std::vector<Tensor> inputs, expected;
 };
 
+/// This process's scratch folder for the emitted sources and executables (about 50 MB), removed at
+/// exit unless FLUXION_TEST_KEEP_CODEGEN is set (to read the generated code).
+struct WorkDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("fluxion_codegen_" + std::to_string(::getpid()));
+  WorkDir() { std::filesystem::create_directories(path); }
+  ~WorkDir() {
+    std::error_code ignored;
+    if (!std::getenv("FLUXION_TEST_KEEP_CODEGEN")) std::filesystem::remove_all(path, ignored);
+  }
+};
+
 std::filesystem::path work_dir() {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("fluxion_codegen_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const WorkDir dir;
+  return dir.path;
 }
 
 const void* bytes_of(const Tensor& t) { return t.concrete().array().data(); }
@@ -54,35 +62,38 @@ size_t nbytes_of(const fx::AbstractValue& a) {
 }
 
 /// A main() that, per case in order, reads the inputs from argv[1], calls the case's function and
-/// appends its outputs to argv[2].
+/// appends its outputs to argv[2]. One small function per case: compilers optimise a main() of
+/// thousands of blocks slowly.
 std::string driver(const std::vector<Case>& cases) {
   std::ostringstream os;
   os << "#include <cstdio>\n#include <vector>\n"
      << "static std::vector<unsigned char> get(std::FILE* f, size_t n) {\n"
      << "  std::vector<unsigned char> b(n + 8);\n  if (n && std::fread(b.data(), 1, n, f) != n) throw 1;\n"
-     << "  return b;\n}\n"
-     << "int main(int argc, char** argv) {\n  if (argc != 3) return 2;\n"
-     << "  std::FILE* in = std::fopen(argv[1], \"rb\");\n  std::FILE* out = std::fopen(argv[2], \"wb\");\n"
-     << "  if (!in || !out) return 3;\n";
-  for (const Case& c : cases) {
-    os << "  {\n";
+     << "  return b;\n}\n";
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    os << "static void run_case_" << k << "(std::FILE* in, std::FILE* out) {\n";
     const auto ins = c.jaxpr.in_avals(), outs = c.jaxpr.out_avals();
     std::string args;
     for (size_t i = 0; i < ins.size(); ++i) {
-      os << "    auto a" << i << " = get(in, " << nbytes_of(ins[i]) << ");\n";
+      os << "  auto a" << i << " = get(in, " << nbytes_of(ins[i]) << ");\n";
       args += (args.empty() ? "" : ", ") + std::string("reinterpret_cast<const ") +
               fx::codegen_detail::c_type(ins[i].dtype) + "*>(a" + std::to_string(i) + ".data())";
     }
     for (size_t i = 0; i < outs.size(); ++i) {
-      os << "    std::vector<unsigned char> r" << i << "(" << nbytes_of(outs[i]) + 8 << ");\n";
+      os << "  std::vector<unsigned char> r" << i << "(" << nbytes_of(outs[i]) + 8 << ");\n";
       args += (args.empty() ? "" : ", ") + std::string("reinterpret_cast<") +
               fx::codegen_detail::c_type(outs[i].dtype) + "*>(r" + std::to_string(i) + ".data())";
     }
-    os << "    " << c.name << "(" << args << ");\n";
+    os << "  " << c.name << "(" << args << ");\n";
     for (size_t i = 0; i < outs.size(); ++i)
-      os << "    std::fwrite(r" << i << ".data(), 1, " << nbytes_of(outs[i]) << ", out);\n";
-    os << "  }\n";
+      os << "  std::fwrite(r" << i << ".data(), 1, " << nbytes_of(outs[i]) << ", out);\n";
+    os << "}\n";
   }
+  os << "int main(int argc, char** argv) {\n  if (argc != 3) return 2;\n"
+     << "  std::FILE* in = std::fopen(argv[1], \"rb\");\n  std::FILE* out = std::fopen(argv[2], \"wb\");\n"
+     << "  if (!in || !out) return 3;\n";
+  for (size_t k = 0; k < cases.size(); ++k) os << "  run_case_" << k << "(in, out);\n";
   os << "  std::fclose(out);\n  return 0;\n}\n";
   return os.str();
 }
@@ -92,8 +103,11 @@ std::string driver(const std::vector<Case>& cases) {
 std::string compile(const std::string& source, const std::string& stem, const std::string& flags = "-O2") {
   const auto cpp = work_dir() / (stem + ".cpp"), exe = work_dir() / stem, log = work_dir() / (stem + ".log");
   std::ofstream(cpp) << source;
-  const std::string cmd = std::string(FLUXION_TEST_CXX) + " -std=c++17 " + flags + " -o " + exe.string() + " " +
-                          cpp.string() + " > " + log.string() + " 2>&1";
+  // FLUXION_TEST_CODEGEN_FLAGS adds flags, e.g. "-fsanitize=address,undefined" to check the emitted
+  // code's memory accesses.
+  const char* extra = std::getenv("FLUXION_TEST_CODEGEN_FLAGS");
+  const std::string cmd = std::string(FLUXION_TEST_CXX) + " -std=c++17 " + flags + " " + (extra ? extra : "") + " -o " +
+                          exe.string() + " " + cpp.string() + " > " + log.string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream in(log);
     std::stringstream text;
@@ -191,10 +205,11 @@ TEST_CASE("emit_cpp: every registry sample of a supported primitive matches eage
   for (const fx::Primitive* p : fx::all_primitives())
     if (staged.count(p->name) && !supported.count(p->name))
       CHECK_MESSAGE(refused.count(p->name), p->name, " is neither supported nor refused");
-  std::string refused_list;
+  std::string supported_list, refused_list;
+  for (const std::string& p : list) supported_list += " " + p;
   for (const std::string& r : refused) refused_list += " " + r;
   MESSAGE(cases.size(), " samples of ", supported.size(), " supported primitives; ", refused.size(),
-          " refused:", refused_list);
+          " refused:", refused_list, "; supported:", supported_list);
   REQUIRE(cases.size() > 200);
 
   const std::string exe = compile(source + driver(cases), "samples");
