@@ -269,7 +269,7 @@ TEST_CASE("export: f16 and bf16 functions round-trip, constants and results bit 
     CAPTURE(fx::dtype_name(half));
     Tensor x = fx::astype(random_tensor({2, 3}, fx::f32, 21), half);
     Tensor w = fx::astype(random_tensor({3, 4}, fx::f32, 22), half);
-    auto f = [w](const Tensor& x) { return fx::sum(fx::tanh(fx::matmul(x, w)) * 0.3, 1); };
+    auto f = [w](const Tensor& x) { return fx::sum(fx::tanh(fx::matmul(x, w)) * 0.3, {1}); };
     fx::Exported e =
         fx::export_fn(fx::jit(fx::grad([&](const Tensor& x) { return fx::sum(fx::astype(f(x), fx::f32)); })), x);
     for (fx::ExportFormat format : {fx::ExportFormat::text, fx::ExportFormat::binary}) {
