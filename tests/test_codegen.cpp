@@ -243,6 +243,9 @@ TEST_CASE("emit_cpp: bad names and unsupported primitives are clear errors at em
       fx::emit_cpp(sorted, "f"),
       doctest::Contains("[emit_cpp] primitive 'sort' is not supported by the C++ emitter (supported: "),
       fx::NotImplementedError);
+  // f16/bf16 compute in f32 inside the library; the emitter has no 2-byte storage type and says so.
+  const fx::Jaxpr half = fx::make_jaxpr([](const Tensor& x) { return fx::sin(x); })(fx::zeros({3}, fx::bf16));
+  CHECK_THROWS_WITH_AS(fx::emit_cpp(half, "f"), doctest::Contains("dtype bf16"), fx::DTypeError);
 }
 
 TEST_CASE("emit_cpp: the jit'd MLP gradient compiles with -std=c++17 -O2 and matches fx::jit") {
