@@ -6,11 +6,13 @@ namespace fluxion::passes {
 
 namespace inline_detail {
 
-/// True for equations whose sub-Jaxpr is spliced: transparent calls, or every call when `all`.
-bool inlined(const Equation& e, bool all) { return e.primitive->callee && (all || e.primitive->callee_transparent); }
+using CallFilter = bool (*)(const Equation&);
+
+bool transparent_call(const Equation& e) { return e.primitive->callee && e.primitive->callee_transparent; }
+bool any_call(const Equation& e) { return e.primitive->callee != nullptr; }
 
 /// Appends `sub`'s equations to `out`, reading sub's inputs from `args`; returns sub's outputs.
-std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& args, bool all) {
+std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& args, CallFilter inlined) {
   std::vector<Atom> env(sub.avals.size());
   for (size_t i = 0; i < sub.invars.size(); ++i) env[sub.invars[i]] = args[i];
   for (size_t i = 0; i < sub.constvars.size(); ++i) {
@@ -23,8 +25,8 @@ std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& 
   for (const Equation& e : sub.equations) {
     std::vector<Atom> ins;
     for (const Atom& a : e.inputs) ins.push_back(read(a));
-    if (inlined(e, all)) {
-      std::vector<Atom> outs = splice(out, e.primitive->callee(*e.params), ins, all);
+    if (e.primitive->callee && inlined(e)) {
+      std::vector<Atom> outs = splice(out, e.primitive->callee(*e.params), ins, inlined);
       for (size_t k = 0; k < outs.size(); ++k) env[e.outputs[k]] = outs[k];
       continue;
     }
@@ -43,9 +45,11 @@ std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& 
   return results;
 }
 
-Jaxpr inline_calls_impl(const Jaxpr& jaxpr, bool all) {
+}  // namespace inline_detail
+
+Jaxpr inline_calls_where(const Jaxpr& jaxpr, bool (*chosen)(const Equation&)) {
   bool any = false;
-  for (const Equation& e : jaxpr.equations) any |= inlined(e, all);
+  for (const Equation& e : jaxpr.equations) any |= e.primitive->callee && chosen(e);
   if (!any) return jaxpr;
   Jaxpr out;
   std::vector<Atom> args;
@@ -54,13 +58,11 @@ Jaxpr inline_calls_impl(const Jaxpr& jaxpr, bool all) {
     out.invars.push_back(nv);
     args.push_back(Atom::of_var(nv));
   }
-  out.outputs = splice(out, jaxpr, args, all);
+  out.outputs = inline_detail::splice(out, jaxpr, args, chosen);
   return out;
 }
 
-}  // namespace inline_detail
-
-Jaxpr inline_calls(const Jaxpr& jaxpr) { return inline_detail::inline_calls_impl(jaxpr, false); }
-Jaxpr inline_all_calls(const Jaxpr& jaxpr) { return inline_detail::inline_calls_impl(jaxpr, true); }
+Jaxpr inline_calls(const Jaxpr& jaxpr) { return inline_calls_where(jaxpr, &inline_detail::transparent_call); }
+Jaxpr inline_all_calls(const Jaxpr& jaxpr) { return inline_calls_where(jaxpr, &inline_detail::any_call); }
 
 }  // namespace fluxion::passes

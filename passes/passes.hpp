@@ -29,6 +29,9 @@ Jaxpr inline_calls(const Jaxpr& jaxpr);
 /// Also inlines calls carrying rules of their own (custom_jvp_call, custom_vjp_call, checkpoint):
 /// only for Jaxprs that are executed, never transformed again.
 Jaxpr inline_all_calls(const Jaxpr& jaxpr);
+/// Replaces the calls (primitives with a callee) that `chosen` picks by their sub-Jaxprs' equations,
+/// recursively; returns `jaxpr` unchanged when it picks none.
+Jaxpr inline_calls_where(const Jaxpr& jaxpr, bool (*chosen)(const Equation&));
 
 /// The pipeline of fx::jit: inline_calls, dce, then simplify, cse, dce until the equation count
 /// settles (at most 4 rounds), typechecking after each pass; FLUXION_DUMP_PASSES=1 prints each stage.

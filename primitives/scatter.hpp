@@ -26,7 +26,8 @@ struct GatherParams final : Params {
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<GatherParams>(*this); }
   std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }  // no dtype fields
-  void save(ParamsWriter& w) const override;                                           // src/export_params_special.cpp
+  // save and load: src/export_params_special.cpp
+  void save(ParamsWriter& w) const override;
   static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 
@@ -40,7 +41,8 @@ struct ScatterParams final : Params {
   size_t hash() const override;
   std::shared_ptr<const Params> clone() const override { return std::make_shared<ScatterParams>(*this); }
   std::shared_ptr<const Params> with_half_as_f32() const override { return clone(); }  // no dtype fields
-  void save(ParamsWriter& w) const override;                                           // src/export_params_special.cpp
+  // save and load: src/export_params_special.cpp
+  void save(ParamsWriter& w) const override;
   static std::shared_ptr<const Params> load(ParamsReader& r);
 };
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fluxion/errors.hpp"
+#include "passes/passes.hpp"
 
 namespace fluxion::export_detail {
 
@@ -43,49 +44,8 @@ namespace module_detail {
 /// A call whose rules are C++ closures (no params loader): export keeps only its primal sub-Jaxpr.
 bool replaced_by_callee(const Equation& e) { return e.primitive->callee && !e.primitive->load_params; }
 
-/// Appends `sub`'s equations to `out` with its inputs read from `args` (calls replaced recursively).
-std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& args) {
-  std::vector<Atom> env(sub.avals.size());
-  for (size_t i = 0; i < sub.invars.size(); ++i) env[sub.invars[i]] = args[i];
-  for (size_t i = 0; i < sub.constvars.size(); ++i) {
-    int32_t v = out.new_var(sub.avals[sub.constvars[i]]);
-    out.constvars.push_back(v);
-    out.consts.push_back(sub.consts[i]);
-    env[sub.constvars[i]] = Atom::of_var(v);
-  }
-  auto read = [&](const Atom& a) { return a.is_literal() ? a : env[a.var]; };
-  for (const Equation& e : sub.equations) {
-    std::vector<Atom> ins;
-    for (const Atom& a : e.inputs) ins.push_back(read(a));
-    if (replaced_by_callee(e)) {
-      std::vector<Atom> outs = splice(out, e.primitive->callee(*e.params), ins);
-      for (size_t k = 0; k < outs.size(); ++k) env[e.outputs[k]] = outs[k];
-      continue;
-    }
-    Equation copy = e;
-    copy.inputs = std::move(ins);
-    copy.outputs.clear();
-    for (int32_t v : e.outputs) {
-      copy.outputs.push_back(out.new_var(sub.avals[v]));
-      env[v] = Atom::of_var(copy.outputs.back());
-    }
-    out.equations.push_back(std::move(copy));
-  }
-  std::vector<Atom> results;
-  for (const Atom& a : sub.outputs) results.push_back(read(a));
-  return results;
-}
-
-Jaxpr without_custom_calls(const Jaxpr& j) {
-  Jaxpr out;
-  std::vector<Atom> args;
-  for (int32_t v : j.invars) {
-    out.invars.push_back(out.new_var(j.avals[v]));
-    args.push_back(Atom::of_var(out.invars.back()));
-  }
-  out.outputs = splice(out, j, args);
-  return out;
-}
+/// The Jaxpr with every custom-rule call replaced by its primal sub-Jaxpr, recursively.
+Jaxpr without_custom_calls(const Jaxpr& j) { return passes::inline_calls_where(j, &replaced_by_callee); }
 
 std::vector<ParamField> saved_params(const Equation& e) {
   const Primitive& p = *e.primitive;
