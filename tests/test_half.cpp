@@ -71,8 +71,8 @@ bool same_bits(const fx::Tensor& a, const fx::Tensor& b) {
   if (a.aval() != b.aval()) return false;
   const fx::Tensor x = a.device().is_cpu() ? a : fx::device_put(a, fx::Device::cpu());
   const fx::Tensor y = b.device().is_cpu() ? b : fx::device_put(b, fx::Device::cpu());
-  return std::memcmp(x.array().data(), y.array().data(), static_cast<size_t>(x.size() * fx::dtype_size(x.dtype()))) ==
-         0;
+  const auto n = static_cast<size_t>(x.size() * fx::dtype_size(x.dtype()));
+  return n == 0 || std::memcmp(x.array().data(), y.array().data(), n) == 0;  // empty: no data pointers
 }
 
 /// 1 + the largest finite |element| of `t` (a scale for absolute tolerances; NaN and Inf compare as such).
