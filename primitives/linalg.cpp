@@ -1,6 +1,7 @@
 // linalg_solve: x with a x = b, for a (B..., n, n) and b (B..., n, k) with equal batch dims B...
 // (possibly none) and an equal floating dtype; x is (B..., n, k). The CPU kernel factors each
-// matrix with Eigen's PartialPivLU; the reference is Gaussian elimination with partial pivoting
+// matrix with Eigen's PartialPivLU, or for n <= 8 with a fixed-size kernel (backends/cpu/
+// small_solve.hpp); the reference is Gaussian elimination with partial pivoting
 // in long double, rounded once. An exactly zero pivot (a singular matrix) throws fluxion::Error
 // naming the batch index, in both kernels: never inf/NaN. Nearly singular matrices are solved.
 // Rules: jvp dx = solve(a, db - da x); transpose (linear in b only) ct_b = solve(aᵀ, ct_x);
@@ -12,12 +13,14 @@
 #include <sstream>
 
 #include "backends/cpu/gemm.hpp"
+#include "backends/cpu/small_solve.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/ops.hpp"
 #include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/linalg.hpp"
 #include "primitives/registry.hpp"
+#include "runtime/switches.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion::primitives {
@@ -66,6 +69,12 @@ template <class T> void solve_cpu(const T* a, const T* b, T* x, const AbstractVa
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (d.n == 0) return;
+  if (d.n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg)) {
+    int64_t singular = -1, column = -1;
+    cpu::solve_small_batch(a, b, x, d.n, d.k, 0, d.batch, &singular, &column);
+    if (singular >= 0) fail_singular(a_aval, singular, column);
+    return;
+  }
   // Large factorizations (a blocked LU made of GEMMs) use the thread team; small ones stay on the
   // calling thread, like cpu::dot_general.
   const double work = static_cast<double>(d.n) * static_cast<double>(d.n) * static_cast<double>(d.n + d.k);

@@ -9,6 +9,7 @@
 
 #include <fluxion/fluxion.hpp>
 
+#include "runtime/switches.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
 
@@ -90,6 +91,42 @@ TEST_CASE("solve: the cpu kernel equals the reference kernel on larger and batch
     auto cpu = fx::eval_primitive(*p, {a, b}, fx::no_params(), fx::Backend::cpu);
     CHECK(max_diff(cpu[0], ref[0]) < (dt == fx::f64 ? 1e-13 : 1e-5));
   }
+}
+
+TEST_CASE("solve: the fixed-size kernels (n <= 8) equal the reference and the general kernel, pivoting included") {
+  const fx::Primitive* p = fx::find_primitive("linalg_solve");
+  REQUIRE(p != nullptr);
+  for (fx::DType dt : {fx::f64, fx::f32}) {
+    for (int64_t n = 1; n <= 9; ++n) {
+      for (int64_t k : {1, 3}) {
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(fx::dtype_name(dt));
+        // Rows reversed: the largest candidate of the first column is in the last row, so elimination pivots.
+        std::vector<double> v = vals(well_conditioned({37, n, n}, 40 + static_cast<uint64_t>(n)));
+        for (int64_t m = 0; m < 37; ++m)
+          for (int64_t i = 0; i < n / 2; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              std::swap(v[static_cast<size_t>((m * n + i) * n + j)],
+                        v[static_cast<size_t>((m * n + n - 1 - i) * n + j)]);
+        fx::Tensor a = fx::astype(fx::from_vector(v, {37, n, n}), dt);
+        fx::Tensor b = random({37, n, k}, 60 + static_cast<uint64_t>(n), dt);
+        auto ref = fx::eval_primitive(*p, {a, b}, fx::no_params(), fx::Backend::reference);
+        auto fixed = fx::eval_primitive(*p, {a, b}, fx::no_params(), fx::Backend::cpu);
+        fx::runtime::set_disabled("small_linalg");
+        auto general = fx::eval_primitive(*p, {a, b}, fx::no_params(), fx::Backend::cpu);
+        fx::runtime::set_disabled("");
+        const double tol = dt == fx::f64 ? 1e-13 : 2e-5;
+        CHECK(max_diff(fixed[0], ref[0]) < tol);
+        CHECK(max_diff(fixed[0], general[0]) < tol);
+      }
+    }
+  }
+  // NaN in one matrix gives NaN in its solution only (no throw: NaN is not a zero pivot).
+  std::vector<double> v = vals(well_conditioned({3, 4, 4}, 70));
+  v[16 + 5] = std::nan("");
+  auto x = vals(fx::solve(fx::from_vector(v, {3, 4, 4}), fx::ones({3, 4, 1})));
+  for (int i = 0; i < 12; ++i) CHECK(std::isnan(x[static_cast<size_t>(i)]) == (i >= 4 && i < 8));
 }
 
 TEST_CASE("solve: numpy semantics — vector b, broadcast batch dims, dtype promotion, inv") {

@@ -1,0 +1,91 @@
+/// Small linear systems (n <= kSmallSolveMax) solved with the size fixed at compile time: Gaussian
+/// elimination with partial pivoting on the stack, loops the compiler unrolls. A batch of 4x4
+/// systems (vmap of a solve) otherwise pays a dynamic-size LU object per matrix, whose setup costs
+/// more than the arithmetic. Same pivot rule as the reference kernel (largest magnitude, first on
+/// ties), so both fail on the same singular matrices, at the same column.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+namespace fluxion::cpu {
+
+inline constexpr int64_t kSmallSolveMax = 8;
+
+namespace small_solve_detail {
+
+/// Solves one N x N system a x = b with k right-hand-side columns (all row-major). Returns the
+/// column of the first zero pivot (the matrix is singular; x is then left unwritten), or -1.
+template <class T, int N> int64_t solve_fixed(const T* a, const T* b, T* x, int64_t k) {
+  T m[N][N];
+  int perm[N];
+  for (int i = 0; i < N; ++i) {
+    perm[i] = i;
+    for (int j = 0; j < N; ++j) m[i][j] = a[i * N + j];
+  }
+  for (int c = 0; c < N; ++c) {
+    int p = c;
+    T best = std::abs(m[c][c]);
+    for (int i = c + 1; i < N; ++i)
+      if (std::abs(m[i][c]) > best) best = std::abs(m[i][c]), p = i;
+    if (best == T(0)) return c;
+    if (p != c) {
+      for (int j = 0; j < N; ++j) std::swap(m[p][j], m[c][j]);
+      std::swap(perm[p], perm[c]);
+    }
+    for (int i = c + 1; i < N; ++i) {
+      const T f = m[i][c] / m[c][c];
+      m[i][c] = f;  // L below the diagonal
+      for (int j = c + 1; j < N; ++j) m[i][j] -= f * m[c][j];
+    }
+  }
+  for (int64_t col = 0; col < k; ++col) {
+    T y[N];
+    for (int i = 0; i < N; ++i) {  // L y = P b
+      T acc = b[perm[i] * k + col];
+      for (int q = 0; q < i; ++q) acc -= m[i][q] * y[q];
+      y[i] = acc;
+    }
+    for (int i = N - 1; i >= 0; --i) {  // U x = y
+      T acc = y[i];
+      for (int q = i + 1; q < N; ++q) acc -= m[i][q] * y[q];
+      y[i] = acc / m[i][i];
+    }
+    for (int i = 0; i < N; ++i) x[i * k + col] = y[i];
+  }
+  return -1;
+}
+
+template <class T, int N> void solve_batch_fixed(const T* a, const T* b, T* x, int64_t begin, int64_t end, int64_t k,
+                                                 int64_t* singular_index, int64_t* singular_column) {
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t c = solve_fixed<T, N>(a + i * N * N, b + i * N * k, x + i * N * k, k);
+    if (c >= 0) {
+      *singular_index = i, *singular_column = c;
+      return;
+    }
+  }
+}
+
+}  // namespace small_solve_detail
+
+/// Solves matrices [begin, end) of a batch of n x n systems (1 <= n <= kSmallSolveMax), each with
+/// k right-hand sides. On a singular matrix stops there and sets *singular_index (the batch
+/// index) and *singular_column (the zero pivot's column); both are left alone otherwise.
+template <class T> void solve_small_batch(const T* a, const T* b, T* x, int64_t n, int64_t k, int64_t begin,
+                                          int64_t end, int64_t* singular_index, int64_t* singular_column) {
+  using namespace small_solve_detail;
+  switch (n) {
+    case 1: return solve_batch_fixed<T, 1>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 2: return solve_batch_fixed<T, 2>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 3: return solve_batch_fixed<T, 3>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 4: return solve_batch_fixed<T, 4>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 5: return solve_batch_fixed<T, 5>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 6: return solve_batch_fixed<T, 6>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 7: return solve_batch_fixed<T, 7>(a, b, x, begin, end, k, singular_index, singular_column);
+    case 8: return solve_batch_fixed<T, 8>(a, b, x, begin, end, k, singular_index, singular_column);
+    default: break;
+  }
+}
+
+}  // namespace fluxion::cpu
