@@ -1,7 +1,7 @@
 // cholesky: the lower factor L of s = (a + aᵀ) / 2 (s = L Lᵀ, zeros above the diagonal) for a
 // (B..., n, n) floating; L has a's shape. Symmetrizing first, like jax.numpy.linalg.cholesky, makes
 // the function (and so its derivative) defined for every a, not only for symmetric ones. The CPU
-// kernel is Eigen's LLT per matrix; the reference is the textbook column-by-column Cholesky in long
+// kernel is Eigen's LLT per matrix (n <= 8: backends/cpu/small_triangular.hpp); the reference is the textbook column-by-column Cholesky in long
 // double, rounded once. A matrix that is not positive definite (a pivot that is not > 0, NaN
 // included) throws fluxion::Error naming its batch index, or, with nan_on_failure, gets a factor of
 // NaNs (JAX's behaviour).
@@ -15,11 +15,13 @@
 #include <limits>
 
 #include "backends/cpu/gemm.hpp"
+#include "backends/cpu/small_triangular.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/linalg_triangular.hpp"
 #include "primitives/builder.hpp"
 #include "primitives/elementwise.hpp"
 #include "primitives/linalg_triangular.hpp"
+#include "runtime/switches.hpp"
 #include "transforms/batching.hpp"
 
 #if FLUXION_WITH_BLAS
@@ -78,6 +80,8 @@ void cholesky_cpu(const T* a, T* l, const AbstractValue& a_aval, int64_t batch, 
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (n == 0) return;
+  if (n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg))
+    return cpu::cholesky_small_batch(a, l, n, 0, batch, [&](int64_t i) { on_failure(l, a_aval, i, n, nan); });
   const bool lapack = kHaveLapack && n >= kLapackCholesky;
   const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3;
   cpu::gemm_detail::ProductThreads threads(!lapack && work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);

@@ -1,8 +1,9 @@
 // triangular_solve: x with op(a) x = b (left_side) or x op(a) = b, op(a) = a or aᵀ, for a (B..., n, n)
 // triangular and b (B..., n, k) (left) or (B..., k, n) (right) with equal batch dims and one floating
 // dtype; x has b's shape. Only the named triangle of a is read; with unit_diagonal its diagonal is
-// taken as ones. The CPU kernel is Eigen's triangularView solve; the reference is forward/back
-// substitution in long double, rounded once. A zero on the diagonal (unless unit_diagonal) throws
+// taken as ones. The CPU kernel is Eigen's triangularView solve (n <= 8: a fixed-size kernel,
+// backends/cpu/small_triangular.hpp); the reference is forward/back substitution in long double,
+// rounded once. A zero on the diagonal (unless unit_diagonal) throws
 // fluxion::Error naming the batch index, in every kernel: never inf/NaN.
 // Rules: jvp dx = solve(a, db - op(da) x) (left) or solve(a, db - x op(da)) (right), da restricted to
 // the triangle read; transpose (linear in b only): the same solve with transpose_a flipped; batching
@@ -11,6 +12,7 @@
 #include <Eigen/Core>
 #include <sstream>
 
+#include "backends/cpu/small_triangular.hpp"
 #include "fluxion/cuda.hpp"
 #include "fluxion/lax.hpp"
 #include "fluxion/linalg_triangular.hpp"
@@ -19,6 +21,7 @@
 #include "primitives/elementwise.hpp"
 #include "primitives/linalg_triangular.hpp"
 #include "primitives/registry.hpp"
+#include "runtime/switches.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion::primitives {
@@ -93,6 +96,14 @@ void tri_cpu(const T* a, const T* b, T* x, const AbstractValue& a_aval, TriDims 
   const int64_t n = d.n, rows = p.left_side ? n : d.rhs, cols = p.left_side ? d.rhs : n;
   // op(a) is lower exactly when a's read triangle is lower and it is not transposed, or vice versa.
   const bool op_lower = p.lower != p.transpose_a;
+  if (n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg)) {
+    for (int64_t i = 0; i < d.batch; ++i)
+      if (const int64_t zero = zero_diagonal_row(a + i * n * n, n, p.unit_diagonal); zero >= 0)
+        fail_zero_diagonal(a_aval, i, zero);
+    if (rows * cols > 0)
+      cpu::triangular_small_batch(a, b, x, n, d.rhs, 0, d.batch, p.left_side, p.lower, p.transpose_a, p.unit_diagonal);
+    return;
+  }
   ColMajor op(n, n), sol(rows, cols);
   for (int64_t i = 0; i < d.batch; ++i) {
     const T* ai = a + i * n * n;

@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fluxion/fluxion.hpp>
 
 #include "primitives/linalg_triangular.hpp"
+#include "runtime/switches.hpp"
 #include "samples.hpp"
 #include "test_util.hpp"
 
@@ -121,6 +123,54 @@ TEST_CASE("cholesky: the not-positive-definite error names the batch index, eage
   CHECK(std::isnan(vals(la::cholesky(big, la::OnFailure::nan))[0]));
   // A good call afterwards still works (nothing left broken).
   CHECK(vals(f(fx::eye(2)))[0] == 1.0);
+}
+
+TEST_CASE("cholesky and triangular_solve: the fixed-size kernels (n <= 8) equal the reference and the general kernel") {
+  namespace td = fx::primitives::triangular_detail;
+  const fx::Primitive& chol = *fx::find_primitive("cholesky");
+  const fx::Primitive& tri = *fx::find_primitive("triangular_solve");
+  auto three_ways = [](auto&& run) {  // reference, cpu with the small kernels, cpu without
+    auto ref = run(fx::Backend::reference);
+    auto fixed = run(fx::Backend::cpu);
+    fx::runtime::set_disabled("small_linalg");
+    auto general = run(fx::Backend::cpu);
+    fx::runtime::set_disabled("");
+    return std::make_tuple(ref, fixed, general);
+  };
+  for (fx::DType dt : {fx::f64, fx::f32}) {
+    const double tol = dt == fx::f64 ? 1e-12 : 1e-4;
+    for (int64_t n = 1; n <= 9; ++n) {
+      CAPTURE(n);
+      CAPTURE(fx::dtype_name(dt));
+      // Not symmetric on purpose: the kernels factor (a + aᵀ) / 2. Matrix 2 is not positive definite.
+      std::vector<double> v = vals(spd({5, n, n}, 30 + static_cast<uint64_t>(n)) +
+                                   fx::testing::random_tensor({5, n, n}, fx::f64, 50, -0.1, 0.1));
+      v[static_cast<size_t>(2 * n * n)] = -1.0;
+      fx::Tensor a = fx::astype(fx::from_vector(v, {5, n, n}), dt);
+      auto [ref, fixed, general] =
+          three_ways([&](fx::Backend b) { return fx::eval_primitive(chol, {a}, td::CholeskyParams(true), b); });
+      for (size_t i = 0; i < static_cast<size_t>(5 * n * n); ++i) {
+        const double r = vals(ref[0])[i], f = vals(fixed[0])[i], g = vals(general[0])[i];
+        CHECK(std::isnan(r) == std::isnan(f));
+        CHECK(std::isnan(g) == std::isnan(f));
+        if (!std::isnan(r)) CHECK(std::abs(f - r) < tol * (1 + std::abs(r)));
+      }
+      CHECK(fx::testing::message_of<fx::Error>([&] {
+              fx::eval_primitive(chol, {a}, td::CholeskyParams(false), fx::Backend::cpu);
+            }).find("batch index 2") != std::string::npos);
+      fx::Tensor l = fx::astype(fx::testing::random_tensor({5, n, n}, fx::f64, 60, -1, 1) + fx::eye(n) * 3.0, dt);
+      for (int flags = 0; flags < 16; ++flags) {
+        const bool left = flags & 1, lower = flags & 2, trans = flags & 4, unit = flags & 8;
+        CAPTURE(flags);
+        fx::Tensor b = fx::testing::random_tensor(left ? fx::Shape{5, n, 3} : fx::Shape{5, 3, n}, dt, 70 + flags);
+        auto [tref, tfixed, tgeneral] = three_ways([&](fx::Backend be) {
+          return fx::eval_primitive(tri, {l, b}, td::TriangularSolveParams(left, lower, trans, unit), be);
+        });
+        CHECK(max_diff(tfixed[0], tref[0]) < tol);
+        CHECK(max_diff(tfixed[0], tgeneral[0]) < tol);
+      }
+    }
+  }
 }
 
 TEST_CASE("triangular_solve: only the named triangle is read, and a unit diagonal is not read") {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace fluxion::cpu {
@@ -56,14 +57,19 @@ template <class T, int N> int64_t solve_fixed(const T* a, const T* b, T* x, int6
   return -1;
 }
 
-template <class T, int N> void solve_batch_fixed(const T* a, const T* b, T* x, int64_t begin, int64_t end, int64_t k,
-                                                 int64_t* singular_index, int64_t* singular_column) {
-  for (int64_t i = begin; i < end; ++i) {
-    const int64_t c = solve_fixed<T, N>(a + i * N * N, b + i * N * k, x + i * N * k, k);
-    if (c >= 0) {
-      *singular_index = i, *singular_column = c;
-      return;
-    }
+/// Calls f(std::integral_constant<int, n>{}) for 1 <= n <= kSmallSolveMax (nothing otherwise).
+template <class F> void with_fixed_size(int64_t n, const F& f) {
+  static_assert(kSmallSolveMax == 8, "one case per size");
+  switch (n) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    default: return;
   }
 }
 
@@ -74,18 +80,16 @@ template <class T, int N> void solve_batch_fixed(const T* a, const T* b, T* x, i
 /// index) and *singular_column (the zero pivot's column); both are left alone otherwise.
 template <class T> void solve_small_batch(const T* a, const T* b, T* x, int64_t n, int64_t k, int64_t begin,
                                           int64_t end, int64_t* singular_index, int64_t* singular_column) {
-  using namespace small_solve_detail;
-  switch (n) {
-    case 1: return solve_batch_fixed<T, 1>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 2: return solve_batch_fixed<T, 2>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 3: return solve_batch_fixed<T, 3>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 4: return solve_batch_fixed<T, 4>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 5: return solve_batch_fixed<T, 5>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 6: return solve_batch_fixed<T, 6>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 7: return solve_batch_fixed<T, 7>(a, b, x, begin, end, k, singular_index, singular_column);
-    case 8: return solve_batch_fixed<T, 8>(a, b, x, begin, end, k, singular_index, singular_column);
-    default: break;
-  }
+  small_solve_detail::with_fixed_size(n, [&](auto size) {
+    constexpr int N = decltype(size)::value;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t c = small_solve_detail::solve_fixed<T, N>(a + i * N * N, b + i * N * k, x + i * N * k, k);
+      if (c >= 0) {
+        *singular_index = i, *singular_column = c;
+        return;
+      }
+    }
+  });
 }
 
 }  // namespace fluxion::cpu
