@@ -32,6 +32,7 @@ constexpr std::array<Entry, kCount> kTable = {{
     {"buffer_reuse", "plan: intermediates share buffers by liveness"},
     {"register_programs", "cpu: fused f32/f64 chains kept in vector registers"},
     {"blas", "cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)"},
+    {"loops", "scan/while/fori bodies run step after step on one held plan state, carries exchanged in place"},
 }};
 
 std::atomic<uint32_t> g_disabled{0};

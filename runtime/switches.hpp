@@ -25,6 +25,7 @@ enum class Switch : uint8_t {
   buffer_reuse,       // plan: intermediates share buffers by liveness
   register_programs,  // cpu: fused f32/f64 chains kept in vector registers
   blas,               // cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)
+  loops,              // scan/while/fori: the body's plan run step after step on one held state (LoopRunner)
   count
 };
 
