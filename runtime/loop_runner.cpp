@@ -33,6 +33,8 @@ LoopRunner::LoopRunner(std::shared_ptr<const Executable> exe) : exe_(std::move(e
   for (int32_t v : plan.output_vars) state_->values[v] = empty(j.avals[v], plan.device);
   carried_of_arg_.assign(j.invars.size(), -1);
   claimed_.assign(j.avals.size(), false);
+  for (int32_t v : j.invars) arg_bytes_.push_back(loop_runner_detail::nbytes_of(j.avals[v]));
+  for (const Atom& a : j.outputs) out_bytes_.push_back(loop_runner_detail::nbytes_of(j.aval_of(a)));
 }
 
 LoopRunner::~LoopRunner() {
@@ -71,8 +73,7 @@ void LoopRunner::bind_row(size_t i) {
 }
 
 void LoopRunner::load_row(size_t i, const void* src) {
-  const Tensor& t = state_->values[exe_->jaxpr().invars[i]];
-  if (const size_t n = loop_runner_detail::nbytes_of(t.aval())) std::memcpy(t.array("loop").data(), src, n);
+  if (const size_t n = arg_bytes_[i]) std::memcpy(state_->values[exe_->jaxpr().invars[i]].array("loop").data(), src, n);
 }
 
 void LoopRunner::carry(size_t arg, size_t out, const Tensor& init) {
@@ -118,8 +119,7 @@ const Tensor& LoopRunner::result(size_t k) const {
 }
 
 void LoopRunner::store(size_t k, void* dst) const {
-  const Tensor& t = result(k);
-  if (const size_t n = loop_runner_detail::nbytes_of(t.aval())) std::memcpy(dst, t.array("loop").data(), n);
+  if (const size_t n = out_bytes_[k]) std::memcpy(dst, result(k).array("loop").data(), n);
 }
 
 void LoopRunner::advance() {
