@@ -55,7 +55,8 @@ LoopRunner::~LoopRunner() {
 Tensor& LoopRunner::slot(size_t i) {
   const std::vector<int32_t>& invars = exe_->jaxpr().invars;
   if (i >= invars.size())
-    detail::fail<Error>("loop", "argument ", i, " does not exist: the body takes ", invars.size(), " arguments.");
+    detail::fail<Error>("loop", "argument ", i, " does not exist: the body takes ", invars.size(),
+                        " arguments. Count arguments from 0 in the Jaxpr's invars order.");
   return state_->values[invars[i]];
 }
 
@@ -63,7 +64,8 @@ void LoopRunner::bind(size_t i, const Tensor& value) {
   Tensor& t = slot(i);
   const AbstractValue& want = exe_->jaxpr().avals[exe_->jaxpr().invars[i]];
   if (value.aval() != want)
-    detail::fail<ShapeError>("loop", "argument ", i, " is ", value.aval(), " but the body was traced for ", want, ".");
+    detail::fail<ShapeError>("loop", "argument ", i, " is ", value.aval(), " but the body was traced for ", want,
+                             ". Bind a tensor of that shape and dtype.");
   t = value;
 }
 
@@ -81,15 +83,17 @@ void LoopRunner::carry(size_t arg, size_t out, const Tensor& init) {
   const Plan& plan = exe_->plan();
   Tensor& t = slot(arg);
   if (out >= j.outputs.size())
-    detail::fail<Error>("loop", "output ", out, " does not exist: the body returns ", j.outputs.size(), " values.");
-  if (carried_of_arg_[arg] >= 0) detail::fail<Error>("loop", "argument ", arg, " is carried twice.");
+    detail::fail<Error>("loop", "output ", out, " does not exist: the body returns ", j.outputs.size(),
+                        " values. Count outputs from 0 in the Jaxpr's outputs order.");
+  if (carried_of_arg_[arg] >= 0)
+    detail::fail<Error>("loop", "argument ", arg, " is carried twice. Carry each argument once.");
   const AbstractValue& want = j.avals[j.invars[arg]];
   if (j.aval_of(j.outputs[out]) != want)
     detail::fail<ShapeError>("loop", "output ", out, " is ", j.aval_of(j.outputs[out]), " but carried argument ", arg,
-                             " is ", want, ".");
+                             " is ", want, ". A carried output must keep its argument's shape and dtype.");
   if (init.aval() != want)
     detail::fail<ShapeError>("loop", "the initial carry of argument ", arg, " is ", init.aval(),
-                             " but the body was traced for ", want, ".");
+                             " but the body was traced for ", want, ". Start from a tensor of that shape and dtype.");
   t = loop_runner_detail::copy_of(init, plan.device);  // never write the caller's tensor
   Carried c{arg, out, j.invars[arg], -1, Tensor(), loop_runner_detail::nbytes_of(want)};
   const Atom& o = j.outputs[out];
@@ -134,7 +138,8 @@ const Tensor& LoopRunner::argument(size_t i) const { return state_->values[exe_-
 
 const Tensor& LoopRunner::next_buffer(size_t arg) const {
   const int32_t k = arg < carried_of_arg_.size() ? carried_of_arg_[arg] : -1;
-  if (k < 0) detail::fail<Error>("loop", "argument ", arg, " is not carried.");
+  if (k < 0)
+    detail::fail<Error>("loop", "argument ", arg, " is not carried. Declare it with carry(arg, out, init) first.");
   const Carried& c = carried_[static_cast<size_t>(k)];
   return c.direct >= 0 ? state_->values[c.direct] : c.spare;
 }

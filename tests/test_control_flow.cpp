@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/executable.hpp"
+#include "runtime/loop_runner.hpp"
 #include "runtime/switches.hpp"
 #include "samples.hpp"
 #include "src/allocator.hpp"
@@ -508,4 +510,50 @@ TEST_CASE("loops: a compiled scan or while_loop allocates nothing per step") {
   const auto while1000 = allocations([&] { return while_fn(c0, fx::scalar<int32_t>(1000)); });
   CHECK(scan1000 == scan10);
   CHECK(while1000 == while10);
+}
+
+// The loop runner on its own: a body (a, b, k) -> (b, a + b, a * k) run step after step, carries
+// (a, b) exchanged and k bound once, equals the same steps taken one call at a time; misuse is a
+// clear error.
+TEST_CASE("loops: LoopRunner runs a body step after step and rejects misuse with clear errors") {
+  auto step = [](const Tensor& a, const Tensor& b, const Tensor& k) { return std::make_tuple(b, a + b, a * k); };
+  const Tensor a0 = fx::tensor<double>({0.0, 1.0}), b0 = fx::tensor<double>({1.0, 1.0}), k = fx::scalar<double>(2.0);
+  fx::Jaxpr j = fx::make_jaxpr(step)(a0, b0, k);
+  auto exe = fx::compile_jaxpr(j, fx::Device::cpu());
+  {
+    fx::runtime::LoopRunner loop(exe);
+    loop.carry(0, 0, a0);
+    loop.carry(1, 1, b0);
+    loop.bind(2, k);
+    Tensor a = a0, b = b0;
+    for (int i = 0; i < 10; ++i) {
+      loop.run();
+      std::vector<Tensor> want;
+      exe->run({a, b, k}, want);
+      CHECK(loop.result(2).to_vector<double>() == want[2].to_vector<double>());
+      loop.advance();
+      a = want[0], b = want[1];
+      CHECK(loop.argument(0).to_vector<double>() == a.to_vector<double>());
+      CHECK(loop.argument(1).to_vector<double>() == b.to_vector<double>());
+    }
+    CHECK(b.to_vector<double>() == std::vector<double>{89.0, 144.0});
+    CHECK(a0.to_vector<double>() == std::vector<double>{0.0, 1.0});  // the initial carry is copied, never written
+    CHECK(fx::testing::message_of<fx::Error>([&] { loop.carry(0, 0, a0); }) ==
+          "[loop] argument 0 is carried twice. Carry each argument once.");
+    CHECK(fx::testing::message_of<fx::ShapeError>([&] {
+            loop.bind(2, a0);
+          }).find("[loop] argument 2 is f64[2] but the body was traced for f64[]") == 0);
+    CHECK(fx::testing::message_of<fx::ShapeError>([&] {
+            loop.carry(2, 2, k);
+          }).find("[loop] output 2 is f64[2] but carried argument 2 is f64[]") == 0);
+    CHECK(fx::testing::message_of<fx::Error>([&] { loop.next_buffer(2); }).find("[loop] argument 2 is not carried.") ==
+          0);
+    CHECK(fx::testing::message_of<fx::Error>([&] {
+            loop.bind(3, k);
+          }).find("[loop] argument 3 does not exist: the body takes 3 arguments.") == 0);
+  }
+  // The state went back to the executable's pool usable: a plain call still gives the right values.
+  std::vector<Tensor> out;
+  exe->run({a0, b0, k}, out);
+  CHECK(out[1].to_vector<double>() == std::vector<double>{1.0, 2.0});
 }
