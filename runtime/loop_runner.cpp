@@ -32,7 +32,6 @@ LoopRunner::LoopRunner(std::shared_ptr<const Executable> exe) : exe_(std::move(e
   // A pooled state's output buffers may still be a caller's earlier results: fresh ones, once.
   for (int32_t v : plan.output_vars) state_->values[v] = empty(j.avals[v], plan.device);
   carried_of_arg_.assign(j.invars.size(), -1);
-  claimed_.assign(j.avals.size(), false);
   for (int32_t v : j.invars) arg_bytes_.push_back(loop_runner_detail::nbytes_of(j.avals[v]));
   for (const Atom& a : j.outputs) out_bytes_.push_back(loop_runner_detail::nbytes_of(j.aval_of(a)));
 }
@@ -99,9 +98,10 @@ void LoopRunner::carry(size_t arg, size_t out, const Tensor& init) {
   const Atom& o = j.outputs[out];
   // The plan's own output buffer is written by its kernel and is no argument: run() may write the
   // new carry there directly. One variable returned as several carries is direct for the first only.
-  if (!o.is_literal() && plan.kind[o.var] == Kind::output && !claimed_[o.var]) {
+  bool claimed = false;
+  for (const Carried& other : carried_) claimed = claimed || (!o.is_literal() && other.direct == o.var);
+  if (!o.is_literal() && plan.kind[o.var] == Kind::output && !claimed) {
     c.direct = o.var;
-    claimed_[o.var] = true;
   } else {
     c.spare = empty(want, plan.device);
   }

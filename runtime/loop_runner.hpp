@@ -76,13 +76,11 @@ class LoopRunner {
     size_t bytes;
   };
   Tensor& slot(size_t i);
-  const void* bytes_of_output(size_t k) const;
 
   std::shared_ptr<const Executable> exe_;
   std::unique_ptr<RunState> state_;
   std::vector<Carried> carried_;
   std::vector<int32_t> carried_of_arg_;        // by argument: index into carried_, or -1
-  std::vector<bool> claimed_;                  // by variable: an output variable some carry writes directly
   std::vector<size_t> arg_bytes_, out_bytes_;  // by argument and by output
 };
 
