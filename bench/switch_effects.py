@@ -19,7 +19,7 @@ SUITES = ["bench_workloads", "bench_workloads_tiny", "bench_workloads_curvature"
           "bench_workloads_scan", "bench_workloads_attention", "bench_workloads_recurrent",
           "bench_workloads_laplacian", "bench_workloads_least_squares"]
 SWITCHES = ["simplify", "algebra", "seeds", "products", "siblings", "gram", "cse", "fusion", "tiles",
-            "side_by_side", "buffer_reuse", "register_programs", "blas"]
+            "side_by_side", "buffer_reuse", "register_programs", "blas", "loops"]
 
 
 def run(binary, disabled, min_time, pattern):

@@ -7,7 +7,9 @@
 #include "primitives/control_flow_params.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/builder.hpp"
+#include "runtime/loop_runner.hpp"
 #include "runtime/plan_cache.hpp"
+#include "runtime/switches.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/partial_eval.hpp"
 
@@ -100,14 +102,14 @@ Rows rows_of(const Tensor& stacked, int64_t length) {
   return {bytes(stacked), nbytes(stacked) / static_cast<size_t>(length)};
 }
 
-/// The compiled kernel, allocation-free per step: the body's plan is taken once and its argument
-/// list (consts, carry, x rows) is built once. Each step copies x rows into fixed row tensors,
-/// writes ys into their stacked rows, and copies the new carry into the `spare` set, which then
-/// swaps with the argument carry. Invariant: `spare` is never an argument of the running step,
-/// so outputs that alias arguments (a carry passed through or permuted) are copied safely; the
-/// caller's init is never written. The body's output buffers are reused because `r` drops its
-/// references before each run.
-void compiled_kernel(const Slices& in, const Params& params, Slices& out) {
+/// The compiled kernel with the `loops` switch off: one plan call per step. The body's plan is
+/// taken once and its argument list (consts, carry, x rows) is built once. Each step copies x rows
+/// into fixed row tensors, writes ys into their stacked rows, and copies the new carry into the
+/// `spare` set, which then swaps with the argument carry. Invariant: `spare` is never an argument
+/// of the running step, so outputs that alias arguments (a carry passed through or permuted) are
+/// copied safely; the caller's init is never written. The body's output buffers are reused
+/// because `r` drops its references before each run.
+void stepwise_kernel(const Slices& in, const Params& params, Slices& out) {
   const auto& p = params.as<ScanParams>();
   const size_t nc = p.nc(), ncar = p.ncar(), nx = p.nx();
   Slices args = part(in, 0, nc + ncar), spare, r;
@@ -140,6 +142,41 @@ void compiled_kernel(const Slices& in, const Params& params, Slices& out) {
     }
   }
   Slices carry = part(args, nc, ncar), carry_out = part(out, 0, ncar);
+  copy_outputs("scan", carry, carry_out);
+}
+
+/// The compiled kernel: the body's plan run step after step on one held state (runtime::LoopRunner).
+/// Consts are bound once, x rows are copied into the body's row arguments, ys are copied from the
+/// body's outputs into their stacked rows, and carries are exchanged between two buffers (the
+/// LoopRunner's invariants cover carries passed through, permuted or also returned as ys).
+void compiled_kernel(const Slices& in, const Params& params, Slices& out) {
+  if (!runtime::enabled(runtime::Switch::loops)) return stepwise_kernel(in, params, out);
+  const auto& p = params.as<ScanParams>();
+  const size_t nc = p.nc(), ncar = p.ncar(), nx = p.nx();
+  Slices carry_out = part(out, 0, ncar);
+  if (p.length == 0) {
+    Slices init = part(in, nc, ncar);
+    copy_outputs("scan", init, carry_out);
+    return;
+  }
+  runtime::LoopRunner body(p.body.executable(in.empty() ? Device::cpu() : in[0].device()));
+  for (size_t i = 0; i < nc; ++i) body.bind(i, in[i]);
+  for (size_t k = 0; k < ncar; ++k) body.carry(nc + k, k, in[nc + k]);
+  std::vector<Rows> xs, ys;
+  for (size_t j = 0; j < nx; ++j) {
+    body.bind_row(nc + ncar + j);
+    xs.push_back(rows_of(in[nc + ncar + j], p.length));
+  }
+  for (size_t k = ncar; k < out.size(); ++k) ys.push_back(rows_of(out[k], p.length));
+  for (int64_t step = 0; step < p.length; ++step) {
+    const int64_t i = p.reverse ? p.length - 1 - step : step;
+    for (size_t j = 0; j < nx; ++j) body.load_row(nc + ncar + j, xs[j].at(i));
+    body.run();
+    for (size_t k = 0; k < ys.size(); ++k) body.store(ncar + k, ys[k].at(i));
+    body.advance();
+  }
+  Slices carry;
+  for (size_t k = 0; k < ncar; ++k) carry.push_back(body.argument(nc + k));
   copy_outputs("scan", carry, carry_out);
 }
 

@@ -6,6 +6,8 @@
 #include "primitives/control_flow_params.hpp"
 #include "fluxion/lax.hpp"
 #include "primitives/builder.hpp"
+#include "runtime/loop_runner.hpp"
+#include "runtime/switches.hpp"
 #include "transforms/batching.hpp"
 
 namespace fluxion {
@@ -57,6 +59,40 @@ template <bool Reference> void kernel(const std::vector<Tensor>& in, const Param
     if (!pred.template item<bool>()) break;
     carry = run(p.body, cat(bc, carry));
   }
+  copy_outputs("while", carry, out);
+}
+
+/// The compiled kernel: cond's and body's plans each run step after step on one held state
+/// (runtime::LoopRunner). The body carries its carries in two buffers per carry; cond reads the
+/// same two, following each exchange with one of its own. With the `loops` switch off: one plan
+/// call per step (kernel<false>).
+void compiled_kernel(const std::vector<Tensor>& in, const Params& params, std::vector<Tensor>& out) {
+  if (!runtime::enabled(runtime::Switch::loops)) return kernel<false>(in, params, out);
+  const auto& p = params.as<WhileParams>();
+  const size_t ncc = p.ncc(), nbc = p.nbc(), n = out.size();
+  if (p.max_steps == 0) {
+    copy_outputs("while", part(in, ncc + nbc, n), out);
+    return;
+  }
+  const Device device = in.empty() ? Device::cpu() : in[0].device();
+  runtime::LoopRunner cond(p.cond.executable(device)), body(p.body.executable(device));
+  for (size_t i = 0; i < ncc; ++i) cond.bind(i, in[i]);
+  for (size_t i = 0; i < nbc; ++i) body.bind(i, in[ncc + i]);
+  Slices other(n);  // cond's copy of the buffer body.advance() makes each carry's next value
+  for (size_t k = 0; k < n; ++k) {
+    body.carry(nbc + k, k, in[ncc + nbc + k]);
+    cond.bind(ncc + k, body.argument(nbc + k));
+    other[k] = body.next_buffer(nbc + k);
+  }
+  for (int64_t step = 0; p.max_steps < 0 || step < p.max_steps; ++step) {
+    cond.run();
+    if (!*cond.result(0).data<bool>()) break;
+    body.run();
+    body.advance();
+    for (size_t k = 0; k < n; ++k) cond.exchange(ncc + k, other[k]);
+  }
+  Slices carry;
+  for (size_t k = 0; k < n; ++k) carry.push_back(body.argument(nbc + k));
   copy_outputs("while", carry, out);
 }
 
@@ -229,7 +265,7 @@ const Primitive& while_p() {
                                   .params<while_detail::WhileParams>()
                                   .shape(&while_detail::shape_rule)
                                   .reference(&while_detail::kernel<true>)
-                                  .cpu(&while_detail::kernel<false>)
+                                  .cpu(&while_detail::compiled_kernel)
                                   .jvp(&while_detail::jvp_rule)
                                   .transpose(&while_detail::transpose_rule)
                                   .batch(&while_detail::batch_rule)

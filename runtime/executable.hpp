@@ -15,6 +15,7 @@ namespace runtime {
 struct Plan;
 struct RunState;
 class PlanRunner;
+class LoopRunner;
 }  // namespace runtime
 
 /// A compiled plan. Thread-safe: concurrent calls each take their own RunState.
@@ -43,6 +44,7 @@ class Executable {
   int64_t intermediate_bytes() const;
 
  private:
+  friend class runtime::LoopRunner;  // holds one state across a loop's steps (runtime/loop_runner.hpp)
   std::unique_ptr<runtime::RunState> acquire() const;
   void release(std::unique_ptr<runtime::RunState> s) const;
   /// Runs the plan on a state whose inputs `bind_args(state)` sets.

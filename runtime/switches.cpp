@@ -33,6 +33,7 @@ constexpr std::array<Entry, kCount> kTable = {{
     {"register_programs", "cpu: fused f32/f64 chains kept in vector registers"},
     {"blas", "cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)"},
     {"small_linalg", "cpu: linear systems of n <= 8 solved by fixed-size kernels (a batch of them under vmap)"},
+    {"loops", "scan/while/fori bodies run step after step on one held plan state, carries exchanged in place"},
 }};
 
 std::atomic<uint32_t> g_disabled{0};

@@ -26,6 +26,7 @@ enum class Switch : uint8_t {
   register_programs,  // cpu: fused f32/f64 chains kept in vector registers
   blas,               // cpu: OpenBLAS / oneDNN for large products (Eigen's product otherwise)
   small_linalg,       // cpu: systems of n <= 8 solved by fixed-size kernels (batches of them under vmap)
+  loops,              // scan/while/fori: the body's plan run step after step on one held state (LoopRunner)
   count
 };
 

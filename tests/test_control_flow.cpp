@@ -4,9 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <sstream>
+#include <string>
 
+#include "runtime/executable.hpp"
+#include "runtime/loop_runner.hpp"
+#include "runtime/switches.hpp"
 #include "samples.hpp"
+#include "src/allocator.hpp"
 #include "test_util.hpp"
 
 namespace fx = fluxion;
@@ -354,4 +360,200 @@ TEST_CASE("control flow: static leaves of a branch's or loop carry's pytree must
   };
   CHECK(fx::testing::message_of<fx::ShapeError>(scanning).find("[scan] f returns a carry") != std::string::npos);
   CHECK(&fx::current_interpreter() == &fx::eval_interpreter());
+}
+
+namespace {
+
+/// Restores "every optimization on" when a test case ends, however it ends.
+struct LoopsOnAtExit {
+  ~LoopsOnAtExit() { fx::runtime::set_disabled(""); }
+};
+
+/// Every element of every output, for bitwise comparison.
+std::vector<std::vector<double>> values_of(const std::vector<Tensor>& ts) {
+  std::vector<std::vector<double>> v;
+  for (const Tensor& t : ts) v.push_back(t.to_vector<double>());
+  return v;
+}
+
+/// Scans whose body outputs alias its inputs in every way the loop runner distinguishes: a carry
+/// passed through unchanged, carries swapped, a carry also returned as a y, an x row as the new
+/// carry, one value returned as two carries, a literal carry, a pytree (tuple and map) of carries.
+std::vector<Tensor> aliasing_loops(const Tensor& w, const Tensor& xs, bool rev) {
+  using Carry = std::tuple<Tensor, std::pair<Tensor, Tensor>, std::map<std::string, Tensor>>;
+  auto body = [w](const Carry& c, const Tensor& x) {
+    const auto& [still, swapped, named] = c;
+    const Tensor& acc = named.at("acc");
+    Tensor next = acc * 0.5 + fx::tanh(x * w) + swapped.first - still;
+    std::map<std::string, Tensor> out{{"acc", next}, {"row", x}, {"twice_a", next}, {"twice_b", next}};
+    out.emplace("one", fx::full_like(acc, 1.0));
+    return std::make_pair(Carry{still, {swapped.second, swapped.first}, out}, std::make_tuple(next, still, x));
+  };
+  std::map<std::string, Tensor> named{
+      {"acc", w * 0.1}, {"row", w * 0.2}, {"twice_a", w * 0.3}, {"twice_b", w * 0.4}, {"one", w}};
+  Carry init{w * -1.0, {w + 1.0, w - 2.0}, named};
+  auto [carry, ys] = rev ? fx::scan(body, init, xs, fx::reverse) : fx::scan(body, init, xs);
+  std::vector<Tensor> out = fx::tree_leaves(carry);
+  for (const Tensor& y : fx::tree_leaves(ys)) out.push_back(y);
+  return out;
+}
+
+/// A while_loop whose carries are swapped, passed through and counted: (i, a, b, k) -> (i + 1, b,
+/// a * w + b, k) while i < n; and a fori_loop accumulating into a pair.
+std::vector<Tensor> aliasing_while(const Tensor& w, const Tensor& n) {
+  using Carry = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+  Carry init{fx::scalar<int32_t>(0), w, w * 2.0, w * 3.0};
+  Carry done = fx::while_loop([n](const Carry& c) { return std::get<0>(c) < n; },
+                              [w](const Carry& c) {
+                                const auto& [i, a, b, k] = c;
+                                return Carry{i + 1, b, a * fx::sin(w) + b * 0.25, k};
+                              },
+                              init);
+  auto pair = fx::fori_loop(
+      0, 5,
+      [w](const Tensor& i, const std::pair<Tensor, Tensor>& p) {
+        return std::make_pair(p.second, p.first + w * fx::astype(i, fx::f64));
+      },
+      std::make_pair(w, w * 0.0));
+  std::vector<Tensor> out = fx::tree_leaves(done);
+  out.push_back(pair.first);
+  out.push_back(pair.second);
+  return out;
+}
+
+}  // namespace
+
+// The loops switch off runs one plan call per step (the former kernels); on, one held state with
+// carries exchanged in place. Every aliasing case, every length, both directions, and scans under
+// vmap, grad and jit must give bitwise the same results either way.
+TEST_CASE("loops: scan and while_loop give identical results with the loops switch on and off") {
+  LoopsOnAtExit restore;
+  const Tensor w = fx::tensor<double>({0.5, -1.5, 2.0});
+  auto loss = [](const Tensor& w_, const Tensor& xs) {
+    Tensor total = fx::scalar<double>(0.0);
+    for (const Tensor& t : aliasing_loops(w_, xs, false)) total = total + fx::sum(t * t);
+    for (const Tensor& t : aliasing_loops(w_, xs, true)) total = total + fx::sum(fx::sin(t));
+    return total;
+  };
+  for (int64_t length : {0, 1, 2, 7}) {
+    CAPTURE(length);
+    const Tensor xs = fx::reshape(fx::arange(0, length * 3, 1, fx::f64), {length, 3}) * 0.1;
+    const Tensor batch = fx::stack({w, w * 0.5, w + 0.25});
+    auto run_all = [&] {
+      std::vector<Tensor> out;
+      for (bool rev : {false, true}) {
+        for (const Tensor& t : aliasing_loops(w, xs, rev)) out.push_back(t);
+        auto jf = fx::jit([rev](const Tensor& w_, const Tensor& x) { return aliasing_loops(w_, x, rev); });
+        for (const Tensor& t : jf(w, xs)) out.push_back(t);
+      }
+      out.push_back(fx::grad(loss)(w, xs));
+      out.push_back(fx::jit(fx::grad(loss))(w, xs));
+      out.push_back(fx::vmap(loss, fx::in_axes(0, fx::none))(batch, xs));
+      out.push_back(fx::jit(fx::vmap(fx::grad(loss), fx::in_axes(0, fx::none)))(batch, xs));
+      for (const Tensor& t : aliasing_while(w, fx::scalar<int32_t>(static_cast<int32_t>(length)))) out.push_back(t);
+      auto jw = fx::jit([](const Tensor& w_, const Tensor& n) { return aliasing_while(w_, n); });
+      for (const Tensor& t : jw(w, fx::scalar<int32_t>(static_cast<int32_t>(length)))) out.push_back(t);
+      auto per_lane = fx::vmap([](const Tensor& w_, const Tensor& n) { return aliasing_while(w_, n); });
+      for (const Tensor& t : per_lane(batch, fx::tensor<int32_t>({0, 1, static_cast<int32_t>(length)})))
+        out.push_back(t);
+      return values_of(out);
+    };
+    fx::runtime::set_disabled("");
+    const auto on = run_all();
+    fx::runtime::set_disabled("loops");
+    const auto off = run_all();
+    REQUIRE(on.size() == off.size());
+    for (size_t k = 0; k < on.size(); ++k) {
+      CAPTURE(k);
+      CHECK(on[k] == off[k]);
+    }
+    // And the reference kernels (the executable spec) agree with both.
+    const auto ref = values_of(aliasing_loops(w, xs, false));
+    for (size_t k = 0; k < ref.size(); ++k) CHECK(ref[k] == on[k]);
+  }
+}
+
+// A loop allocates per call (its state's outputs, its carries' second buffers), never per step:
+// a jit'd scan and while_loop of 1000 steps allocate as often as the same loops of 10 steps.
+TEST_CASE("loops: a compiled scan or while_loop allocates nothing per step") {
+  LoopsOnAtExit restore;
+  fx::runtime::set_disabled("");
+  auto scan_fn = fx::jit([](const Tensor& c0, const Tensor& xs) {
+    auto [c, ys] = fx::scan(
+        [](const Tensor& c, const Tensor& x) {
+          Tensor next = fx::tanh(c * x + 0.5);
+          return std::make_pair(next, next * 2.0);
+        },
+        c0, xs);
+    return std::make_pair(c, ys);
+  });
+  auto while_fn = fx::jit([](const Tensor& c0, const Tensor& n) {
+    using Carry = std::pair<Tensor, Tensor>;
+    return fx::while_loop([n](const Carry& c) { return c.first < n; },
+                          [](const Carry& c) {
+                            return Carry{c.first + 1, fx::cos(c.second) * 0.9};
+                          },
+                          Carry{fx::scalar<int32_t>(0), c0})
+        .second;
+  });
+  const Tensor c0 = fx::tensor<double>({0.1, 0.2, 0.3, 0.4});
+  auto allocations = [](auto&& call) {
+    call();  // compiles, and warms the allocator's cache
+    const auto before = fx::cpu_memory::stats();
+    call();
+    const auto after = fx::cpu_memory::stats();
+    return (after.hits + after.misses) - (before.hits + before.misses);
+  };
+  const auto scan10 = allocations([&] { return scan_fn(c0, fx::ones({10, 4}, fx::f64)); });
+  const auto scan1000 = allocations([&] { return scan_fn(c0, fx::ones({1000, 4}, fx::f64)); });
+  const auto while10 = allocations([&] { return while_fn(c0, fx::scalar<int32_t>(10)); });
+  const auto while1000 = allocations([&] { return while_fn(c0, fx::scalar<int32_t>(1000)); });
+  CHECK(scan1000 == scan10);
+  CHECK(while1000 == while10);
+}
+
+// The loop runner on its own: a body (a, b, k) -> (b, a + b, a * k) run step after step, carries
+// (a, b) exchanged and k bound once, equals the same steps taken one call at a time; misuse is a
+// clear error.
+TEST_CASE("loops: LoopRunner runs a body step after step and rejects misuse with clear errors") {
+  auto step = [](const Tensor& a, const Tensor& b, const Tensor& k) { return std::make_tuple(b, a + b, a * k); };
+  const Tensor a0 = fx::tensor<double>({0.0, 1.0}), b0 = fx::tensor<double>({1.0, 1.0}), k = fx::scalar<double>(2.0);
+  fx::Jaxpr j = fx::make_jaxpr(step)(a0, b0, k);
+  auto exe = fx::compile_jaxpr(j, fx::Device::cpu());
+  {
+    fx::runtime::LoopRunner loop(exe);
+    loop.carry(0, 0, a0);
+    loop.carry(1, 1, b0);
+    loop.bind(2, k);
+    Tensor a = a0, b = b0;
+    for (int i = 0; i < 10; ++i) {
+      loop.run();
+      std::vector<Tensor> want;
+      exe->run({a, b, k}, want);
+      CHECK(loop.result(2).to_vector<double>() == want[2].to_vector<double>());
+      loop.advance();
+      a = want[0], b = want[1];
+      CHECK(loop.argument(0).to_vector<double>() == a.to_vector<double>());
+      CHECK(loop.argument(1).to_vector<double>() == b.to_vector<double>());
+    }
+    CHECK(b.to_vector<double>() == std::vector<double>{89.0, 144.0});
+    CHECK(a0.to_vector<double>() == std::vector<double>{0.0, 1.0});  // the initial carry is copied, never written
+    CHECK(fx::testing::message_of<fx::Error>([&] { loop.carry(0, 0, a0); }) ==
+          "[loop] argument 0 is carried twice. Carry each argument once.");
+    CHECK(fx::testing::message_of<fx::ShapeError>([&] {
+            loop.bind(2, a0);
+          }).find("[loop] argument 2 is f64[2] but the body was traced for f64[]") == 0);
+    CHECK(fx::testing::message_of<fx::ShapeError>([&] {
+            loop.carry(2, 2, k);
+          }).find("[loop] output 2 is f64[2] but carried argument 2 is f64[]") == 0);
+    CHECK(fx::testing::message_of<fx::Error>([&] { loop.next_buffer(2); }).find("[loop] argument 2 is not carried.") ==
+          0);
+    CHECK(fx::testing::message_of<fx::Error>([&] {
+            loop.bind(3, k);
+          }).find("[loop] argument 3 does not exist: the body takes 3 arguments.") == 0);
+  }
+  // The state went back to the executable's pool usable: a plain call still gives the right values.
+  std::vector<Tensor> out;
+  exe->run({a0, b0, k}, out);
+  CHECK(out[1].to_vector<double>() == std::vector<double>{1.0, 2.0});
 }
