@@ -61,11 +61,12 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
       const AbstractValue& av = j.aval_of(a);
       op.itemsize = itemsize_of(av.dtype);
       op.scalar = av.shape.size() == 0 && step.n != 1;
+      const int32_t local = a.is_literal() ? -1 : vars[a.var];
       if (a.is_literal()) {
         op.source = FusedOperand::literal;
         op.scalar = true;
         op.literal_ptr = a.literal.array().data();
-      } else if (const int32_t local = vars[a.var]; rows.member_rows[m] && rows.row[local] > 0) {
+      } else if (rows.member_rows[m] && rows.row[local] > 0) {
         op.source = FusedOperand::rows;
         op.index = external(rows.source[local]);
         op.row = member.row = rows.row[local];
@@ -91,7 +92,9 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
         (widens ? freed_after : free_slots).push_back(slot_of[vars[a.var]]);
         slot_of[vars[a.var]] = -1;
       }
-    const bool slot_free = !free_slots.empty() || step.scratch_slots < kMaxScratchSlots;
+    // Past kMaxScratchSlots, only values smaller than a block spill: a larger one costs more
+    // written out whole than a slot of one block per thread.
+    const bool slot_free = !free_slots.empty() || step.scratch_slots < kMaxScratchSlots || step.n >= kBlock;
     if (uses_outside[out] || member.reduce || !slot_free) {
       member.output.source = FusedOperand::external;
       member.output.index = external(out);
