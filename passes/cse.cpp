@@ -49,77 +49,97 @@ bool atom_less(const Atom& a, const Atom& b) {
   return std::memcmp(pa, pb, static_cast<size_t>(dtype_size(a.literal.dtype()))) < 0;
 }
 
-/// An equation's identity for CSE: primitive, params and (canonically ordered) inputs.
+/// An equation's identity for CSE: primitive, params and inputs (of a commutative binary one in
+/// canonical order: `swapped` reads them the other way round, so `add a b` and `add b a` match).
 struct Key {
   const Equation* eqn;
-  std::vector<Atom> inputs;
+  bool swapped;
+  const Atom& input(size_t i) const { return eqn->inputs[swapped ? 1 - i : i]; }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
     size_t h = std::hash<const void*>{}(k.eqn->primitive) ^ k.eqn->params->hash();
-    for (const Atom& a : k.inputs) h = detail::hash_combine(h, hash_atom(a));
+    for (size_t i = 0; i < k.eqn->inputs.size(); ++i) h = detail::hash_combine(h, hash_atom(k.input(i)));
     return h;
   }
 };
 struct KeyEq {
   bool operator()(const Key& x, const Key& y) const {
-    if (x.eqn->primitive != y.eqn->primitive || x.inputs.size() != y.inputs.size() ||
+    if (x.eqn->primitive != y.eqn->primitive || x.eqn->inputs.size() != y.eqn->inputs.size() ||
         x.eqn->outputs.size() != y.eqn->outputs.size() || !x.eqn->params->equals(*y.eqn->params))
       return false;
-    for (size_t i = 0; i < x.inputs.size(); ++i)
-      if (!same_atom(x.inputs[i], y.inputs[i])) return false;
+    for (size_t i = 0; i < x.eqn->inputs.size(); ++i)
+      if (!same_atom(x.input(i), y.input(i))) return false;
     return true;
   }
 };
 
+/// A hash consistent with same_value: by bytes where those are compared, else by identity.
+struct ConstHash {
+  size_t operator()(const Tensor& t) const {
+    const auto* p = static_cast<const unsigned char*>(host_bytes(t));
+    if (!p || t.size() > kMaxCompared) return std::hash<const void*>{}(t.impl().get());
+    size_t h = static_cast<size_t>(t.dtype()) * 1000003u;
+    for (int64_t d : t.shape()) h = detail::hash_combine(h, std::hash<int64_t>{}(d));
+    const auto n = static_cast<size_t>(t.size() * dtype_size(t.dtype()));
+    for (size_t i = 0; i < n; ++i) h = h * 131 + p[i];
+    return h;
+  }
+};
+struct ConstEq {
+  bool operator()(const Tensor& a, const Tensor& b) const { return same_value(a, b); }
+};
+
 }  // namespace cse_detail
 
-Jaxpr cse(const Jaxpr& jaxpr) {
+Jaxpr cse(Jaxpr jaxpr) {
   using namespace cse_detail;
-  Jaxpr out = jaxpr;
-  out.constvars.clear();
-  out.consts.clear();
-  out.equations.clear();
-  out.outputs.clear();
   // Replacement of each variable (itself unless merged into an earlier one).
-  std::vector<Atom> repl(jaxpr.avals.size());
-  for (size_t v = 0; v < repl.size(); ++v) repl[v] = Atom::of_var(static_cast<int32_t>(v));
-  auto subst = [&](const Atom& a) { return a.is_literal() ? a : repl[a.var]; };
+  std::vector<int32_t> repl(jaxpr.avals.size());
+  for (size_t v = 0; v < repl.size(); ++v) repl[v] = static_cast<int32_t>(v);
+  auto subst = [&](Atom& a) {
+    if (!a.is_literal()) a.var = repl[a.var];
+  };
 
+  // The first constvar holding each value; later equal ones are dropped (compacted in place).
+  std::unordered_map<Tensor, int32_t, ConstHash, ConstEq> const_of;
+  size_t kept = 0;
   for (size_t i = 0; i < jaxpr.constvars.size(); ++i) {
-    const Tensor& value = jaxpr.consts[i];
-    int32_t same = -1;
-    for (size_t k = 0; k < out.consts.size() && same < 0; ++k)
-      if (same_value(out.consts[k], value)) same = out.constvars[k];
-    if (same >= 0) {
-      repl[jaxpr.constvars[i]] = Atom::of_var(same);
+    auto [it, inserted] = const_of.emplace(jaxpr.consts[i], jaxpr.constvars[i]);
+    if (!inserted) {
+      repl[jaxpr.constvars[i]] = it->second;
       continue;
     }
-    out.constvars.push_back(jaxpr.constvars[i]);
-    out.consts.push_back(value);
+    jaxpr.constvars[kept] = jaxpr.constvars[i];
+    if (kept != i) jaxpr.consts[kept] = std::move(jaxpr.consts[i]);
+    ++kept;
   }
+  jaxpr.constvars.resize(kept);
+  jaxpr.consts.resize(kept);
 
-  // Keys point into out.equations, so reserve: no reallocation while the map is alive.
-  out.equations.reserve(jaxpr.equations.size());
+  // Equations are compacted in place: kept ones move to the front, so the keys' pointers to
+  // positions before `kept` stay valid (nothing is written there again, nothing reallocates).
   std::unordered_map<Key, size_t, KeyHash, KeyEq> seen;
-  for (const Equation& eqn : jaxpr.equations) {
-    Equation e = eqn;
-    for (Atom& a : e.inputs) a = subst(a);
-    Key key{nullptr, e.inputs};
-    if (e.primitive->traits.commutative && key.inputs.size() == 2 && atom_less(key.inputs[1], key.inputs[0]))
-      std::swap(key.inputs[0], key.inputs[1]);
-    out.equations.push_back(std::move(e));
-    key.eqn = &out.equations.back();
-    auto [it, inserted] = seen.emplace(std::move(key), out.equations.size() - 1);
-    if (inserted) continue;
+  seen.reserve(jaxpr.equations.size());
+  kept = 0;
+  for (size_t i = 0; i < jaxpr.equations.size(); ++i) {
+    Equation& e = jaxpr.equations[i];
+    for (Atom& a : e.inputs) subst(a);
+    const bool swapped = e.primitive->traits.commutative && e.inputs.size() == 2 && atom_less(e.inputs[1], e.inputs[0]);
+    if (kept != i) jaxpr.equations[kept] = std::move(e);
+    auto [it, inserted] = seen.emplace(Key{&jaxpr.equations[kept], swapped}, kept);
+    if (inserted) {
+      ++kept;
+      continue;
+    }
     // A repeat: its outputs become the earlier equation's, and it is dropped.
-    const Equation& first = out.equations[it->second];
-    const Equation& repeat = out.equations.back();
-    for (size_t k = 0; k < repeat.outputs.size(); ++k) repl[repeat.outputs[k]] = Atom::of_var(first.outputs[k]);
-    out.equations.pop_back();
+    const Equation& first = jaxpr.equations[it->second];
+    const Equation& repeat = jaxpr.equations[kept];
+    for (size_t k = 0; k < repeat.outputs.size(); ++k) repl[repeat.outputs[k]] = first.outputs[k];
   }
-  for (const Atom& a : jaxpr.outputs) out.outputs.push_back(subst(a));
-  return out;
+  jaxpr.equations.resize(kept, Equation{});
+  for (Atom& a : jaxpr.outputs) subst(a);
+  return jaxpr;
 }
 
 }  // namespace fluxion::passes

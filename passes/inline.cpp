@@ -47,7 +47,7 @@ std::vector<Atom> splice(Jaxpr& out, const Jaxpr& sub, const std::vector<Atom>& 
 
 }  // namespace inline_detail
 
-Jaxpr inline_calls_where(const Jaxpr& jaxpr, bool (*chosen)(const Equation&)) {
+Jaxpr inline_calls_where(Jaxpr jaxpr, bool (*chosen)(const Equation&)) {
   bool any = false;
   for (const Equation& e : jaxpr.equations) any |= e.primitive->callee && chosen(e);
   if (!any) return jaxpr;
@@ -62,7 +62,7 @@ Jaxpr inline_calls_where(const Jaxpr& jaxpr, bool (*chosen)(const Equation&)) {
   return out;
 }
 
-Jaxpr inline_calls(const Jaxpr& jaxpr) { return inline_calls_where(jaxpr, &inline_detail::transparent_call); }
-Jaxpr inline_all_calls(const Jaxpr& jaxpr) { return inline_calls_where(jaxpr, &inline_detail::any_call); }
+Jaxpr inline_calls(Jaxpr jaxpr) { return inline_calls_where(std::move(jaxpr), &inline_detail::transparent_call); }
+Jaxpr inline_all_calls(Jaxpr jaxpr) { return inline_calls_where(std::move(jaxpr), &inline_detail::any_call); }
 
 }  // namespace fluxion::passes

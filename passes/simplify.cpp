@@ -119,6 +119,8 @@ bool exact_factor(const Sweep& s, const Atom& c) {
 Sweep::Sweep(Jaxpr& jaxpr, const std::vector<const RuleEntry*>& rules)
     : jaxpr_(jaxpr), uses_(jaxpr.avals.size(), 0), rules_(rules) {
   grow();
+  is_invar_.assign(jaxpr_.avals.size(), 0);
+  for (int32_t v : jaxpr_.invars) is_invar_[v] = 1;
   for (size_t i = 0; i < jaxpr_.constvars.size(); ++i) const_slot_[jaxpr_.constvars[i]] = static_cast<int32_t>(i);
   for (const Equation& e : jaxpr_.equations)
     for (const Atom& a : e.inputs)
@@ -151,20 +153,39 @@ void Sweep::keep(Equation e) {
 
 std::vector<const Equation*> Sweep::later_readers(const Atom& a) const {
   std::vector<const Equation*> out;
-  if (a.is_literal()) return out;
-  for (size_t i = next_; i < pending_.size(); ++i)
-    for (const Atom& x : pending_[i].inputs)
-      if (!x.is_literal() && x.var == a.var) {
-        out.push_back(&pending_[i]);
-        break;
+  if (a.is_literal() || static_cast<size_t>(a.var) >= uses_.size()) return out;  // made since: none pending
+  if (reader_start_.empty()) {
+    // Counting sort of (variable, reader) pairs. Equations before next_ are swept (their inputs
+    // may be rewritten since) and are never asked for, so every equation is indexed as it began.
+    const size_t nv = uses_.size();
+    reader_start_.assign(nv + 1, 0);
+    auto each_read = [&](auto&& f) {
+      for (size_t i = next_; i < pending_.size(); ++i) {
+        const std::vector<Atom>& in = pending_[i].inputs;
+        for (size_t k = 0; k < in.size(); ++k) {
+          if (in[k].is_literal()) continue;
+          bool repeat = false;  // each reader once per variable
+          for (size_t m = 0; m < k && !repeat; ++m) repeat = !in[m].is_literal() && in[m].var == in[k].var;
+          if (!repeat) f(in[k].var, static_cast<int32_t>(i));
+        }
       }
+    };
+    each_read([&](int32_t v, int32_t) { ++reader_start_[static_cast<size_t>(v) + 1]; });
+    for (size_t v = 0; v < nv; ++v) reader_start_[v + 1] += reader_start_[v];
+    readers_.resize(reader_start_[nv]);
+    std::vector<int32_t> fill(reader_start_.begin(), reader_start_.end() - 1);
+    each_read([&](int32_t v, int32_t i) { readers_[fill[v]++] = i; });
+  }
+  const auto first = readers_.begin() + reader_start_[a.var], last = readers_.begin() + reader_start_[a.var + 1];
+  for (auto it = std::lower_bound(first, last, static_cast<int32_t>(next_)); it != last; ++it)
+    out.push_back(&pending_[static_cast<size_t>(*it)]);
   return out;
 }
 
 std::optional<Atom> Sweep::available(const Atom& a) const {
   const Atom r = resolve(a);
   if (r.is_literal() || def_[r.var] >= 0 || const_slot_[r.var] >= 0) return r;
-  if (std::find(jaxpr_.invars.begin(), jaxpr_.invars.end(), r.var) != jaxpr_.invars.end()) return r;
+  if (static_cast<size_t>(r.var) < is_invar_.size() && is_invar_[r.var]) return r;
   return std::nullopt;
 }
 
@@ -228,7 +249,7 @@ std::optional<Atom> Sweep::emit(AbstractValue want, const std::vector<Atom>& arg
   try {
     InterpreterScope scope(stage);
     y = build(xs);
-  } catch (const Error&) {
+  } catch (const OutOfMemoryError&) { throw; } catch (const Error&) {
     return std::nullopt;  // a rule that does not apply after all (the shape rules said no)
   }
   Jaxpr sub = stage.finish({y});
@@ -296,7 +317,9 @@ bool Sweep::fold(const Equation& e) {
   std::vector<Tensor> out;
   try {
     out = eval_primitive(p, in, *e.params, Backend::cpu);
-  } catch (const Error&) { return false; }
+  } catch (const OutOfMemoryError&) { throw; } catch (const Error&) {
+    return false;
+  }
   for (size_t k = 0; k < out.size(); ++k)
     if (out[k].aval() != jaxpr_.avals[e.outputs[k]]) return false;
   for (size_t k = 0; k < out.size(); ++k) {
@@ -343,19 +366,20 @@ bool Sweep::run() {
     }
     keep(std::move(e));
   }
-  jaxpr_.equations.assign(kept_.begin(), kept_.end());
+  pending_ = {};  // moved-from shells: freed before the kept equations move back
+  jaxpr_.equations.reserve(kept_.size());
+  for (; !kept_.empty(); kept_.pop_front()) jaxpr_.equations.push_back(std::move(kept_.front()));
   for (Atom& a : jaxpr_.outputs) a = resolve(a);
   return changed;
 }
 
 }  // namespace simplify_detail
 
-Jaxpr simplify(const Jaxpr& jaxpr) {
-  Jaxpr out = jaxpr;
+Jaxpr simplify(Jaxpr jaxpr) {
   const std::vector<const simplify_detail::RuleEntry*> rules = simplify_detail::enabled_rules();
   for (int sweep = 0; sweep < simplify_detail::kMaxSweeps; ++sweep)
-    if (!simplify_detail::Sweep(out, rules).run()) break;
-  return out;
+    if (!simplify_detail::Sweep(jaxpr, rules).run()) break;
+  return jaxpr;
 }
 
 }  // namespace fluxion::passes

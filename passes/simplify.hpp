@@ -95,8 +95,12 @@ class Sweep {
   std::vector<int32_t> def_;         // by variable id: index of its kept equation, or -1
   std::vector<int32_t> const_slot_;  // by variable id: index into jaxpr_.consts, or -1
   std::vector<int32_t> uses_;        // by variable id, counted when the sweep began
+  std::vector<char> is_invar_;       // by variable id: an input of the Jaxpr
   std::vector<Equation> pending_;    // the equations as the sweep began; those before next_ are moved out
   size_t next_ = 0;                  // index in pending_ of the equation after the one being rewritten
+  // The pending equations reading each variable (as the sweep began), in order, each once:
+  // readers_[reader_start_[v] .. reader_start_[v + 1]). Built by the first later_readers call.
+  mutable std::vector<int32_t> reader_start_, readers_;
   std::deque<Equation> kept_;
   const std::vector<const RuleEntry*>& rules_;
 };

@@ -23,22 +23,34 @@ int32_t append_convert(Jaxpr& out, const Atom& from, DType new_dtype) {
   return to;
 }
 
+/// True when some variable or literal of `jaxpr` is f16/bf16: otherwise there is nothing to widen.
+bool has_half(const Jaxpr& jaxpr) {
+  for (const AbstractValue& a : jaxpr.avals)
+    if (is_half(a.dtype)) return true;
+  for (const Equation& e : jaxpr.equations)
+    for (const Atom& a : e.inputs)
+      if (a.is_literal() && is_half(a.literal.dtype())) return true;
+  return false;
+}
+
 }  // namespace widen_half_detail
 
-Jaxpr widen_half(const Jaxpr& jaxpr) {
+Jaxpr widen_half(Jaxpr jaxpr) {
   using namespace widen_half_detail;
-  Jaxpr out = jaxpr;
+  if (!has_half(jaxpr)) return jaxpr;
+  Jaxpr& out = jaxpr;  // rewritten in place: the equations move out, and back one by one
+  std::vector<Equation> equations = std::move(jaxpr.equations);
   out.equations.clear();
-  out.equations.reserve(jaxpr.equations.size());
+  out.equations.reserve(equations.size());
   std::unordered_map<int32_t, int32_t> widened;  // half variable -> its f32 conversion (one per variable)
-  for (const Equation& e : jaxpr.equations) {
+  for (Equation& e : equations) {
     std::vector<AbstractValue> in_avals, out_avals;
     for (const Atom& a : e.inputs) in_avals.push_back(jaxpr.aval_of(a));
     for (int32_t v : e.outputs) out_avals.push_back(jaxpr.avals[v]);
     const std::shared_ptr<const Params> wide =
         half_kernels::widened_params(*e.primitive, in_avals, out_avals, *e.params);
     if (!wide) {
-      out.equations.push_back(e);
+      out.equations.push_back(std::move(e));
       continue;
     }
     Equation f32_eqn{e.primitive, wide, {}, {}};
@@ -59,7 +71,7 @@ Jaxpr widen_half(const Jaxpr& jaxpr) {
         f32_eqn.outputs.push_back(v);
         continue;
       }
-      const int32_t w = out.new_var(AbstractValue{jaxpr.avals[v].shape, f32});
+      const int32_t w = out.new_var(AbstractValue{Shape(jaxpr.avals[v].shape), f32});
       f32_eqn.outputs.push_back(w);
       round_back.emplace_back(w, v);
     }

@@ -7,34 +7,38 @@
 namespace fluxion::runtime {
 
 Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const std::vector<int32_t>& uses_outside,
-                     const Lowering& lowering) {
+                     const Lowering& lowering, GroupVars& vars) {
   Step step;
   step.type = Step::fused;
   for (int32_t eq : group) step.group.push_back(&j.equations[eq]);
   const Equation& first = j.equations[group.front()];
   step.n = j.avals[first.outputs[0]].shape.num_elements();
-  std::vector<int32_t> slot_of(j.avals.size(), -1);
-  std::vector<int32_t> external_index(j.avals.size(), -1);
+  // Tables by group variable (GroupVars): their size is the group's, whatever the Jaxpr's.
+  vars.assign(j, group);
+  step.members.reserve(group.size());  // members are large: no doubling past the group's size
+  std::vector<int32_t> slot_of(vars.size(), -1);
+  std::vector<int32_t> external_index(vars.size(), -1);
   // Last member reading each group-internal value, to recycle scratch slots.
-  std::vector<int32_t> last_read(j.avals.size(), -1);
+  std::vector<int32_t> last_read(vars.size(), -1);
   for (size_t m = 0; m < group.size(); ++m)
     for (const Atom& a : j.equations[group[m]].inputs)
-      if (!a.is_literal()) last_read[a.var] = static_cast<int32_t>(m);
-  std::vector<bool> in_group(j.avals.size(), false);
-  for (int32_t eq : group) in_group[j.equations[eq].outputs[0]] = true;
+      if (!a.is_literal()) last_read[vars[a.var]] = static_cast<int32_t>(m);
+  std::vector<bool> in_group(vars.size(), false);
+  for (int32_t eq : group) in_group[vars[j.equations[eq].outputs[0]]] = true;
   std::vector<int32_t> free_slots;
   auto external = [&](int32_t v) {
-    if (external_index[v] < 0) {
-      external_index[v] = static_cast<int32_t>(step.externals.size());
+    int32_t& index = external_index[vars[v]];
+    if (index < 0) {
+      index = static_cast<int32_t>(step.externals.size());
       step.externals.push_back(v);
     }
-    return external_index[v];
+    return index;
   };
-  const RowReads rows = fused_row_reads(j, group, lowering);
+  const RowReads rows = fused_row_reads(j, group, vars, lowering);
   for (size_t m = 0; m < group.size(); ++m) {
     const Equation& e = j.equations[group[m]];
     // A broadcast whose readers all read its rows, in the group only, never runs.
-    if (const int32_t v = e.outputs[0]; rows.row[v] > 0 && !rows.full[v] && !uses_outside[v]) {
+    if (const int32_t v = e.outputs[0]; rows.row[vars[v]] > 0 && !rows.full[vars[v]] && !uses_outside[v]) {
       ++step.row_broadcasts;
       continue;
     }
@@ -57,17 +61,18 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
       const AbstractValue& av = j.aval_of(a);
       op.itemsize = itemsize_of(av.dtype);
       op.scalar = av.shape.size() == 0 && step.n != 1;
+      const int32_t local = a.is_literal() ? -1 : vars[a.var];
       if (a.is_literal()) {
         op.source = FusedOperand::literal;
         op.scalar = true;
         op.literal_ptr = a.literal.array().data();
-      } else if (rows.member_rows[m] && rows.row[a.var] > 0) {
+      } else if (rows.member_rows[m] && rows.row[local] > 0) {
         op.source = FusedOperand::rows;
-        op.index = external(rows.source[a.var]);
-        op.row = member.row = rows.row[a.var];
-      } else if (in_group[a.var] && slot_of[a.var] >= 0) {
+        op.index = external(rows.source[local]);
+        op.row = member.row = rows.row[local];
+      } else if (in_group[local] && slot_of[local] >= 0) {
         op.source = FusedOperand::scratch;
-        op.index = slot_of[a.var];
+        op.index = slot_of[local];
       } else {
         op.source = FusedOperand::external;
         op.index = external(a.var);
@@ -82,12 +87,15 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
     member.output.itemsize = itemsize_of(j.avals[out].dtype);
     std::vector<int32_t> freed_after;
     for (const Atom& a : e.inputs)
-      if (!a.is_literal() && slot_of[a.var] >= 0 && last_read[a.var] == static_cast<int32_t>(m)) {
+      if (!a.is_literal() && slot_of[vars[a.var]] >= 0 && last_read[vars[a.var]] == static_cast<int32_t>(m)) {
         const bool widens = member.output.itemsize > itemsize_of(j.aval_of(a).dtype);
-        (widens ? freed_after : free_slots).push_back(slot_of[a.var]);
-        slot_of[a.var] = -1;
+        (widens ? freed_after : free_slots).push_back(slot_of[vars[a.var]]);
+        slot_of[vars[a.var]] = -1;
       }
-    if (uses_outside[out] || member.reduce) {
+    // Past kMaxScratchSlots, only values smaller than a block spill: a larger one costs more
+    // written out whole than a slot of one block per thread.
+    const bool slot_free = !free_slots.empty() || step.scratch_slots < kMaxScratchSlots || step.n >= kBlock;
+    if (uses_outside[out] || member.reduce || !slot_free) {
       member.output.source = FusedOperand::external;
       member.output.index = external(out);
       // Later members read it back from the external buffer.
@@ -99,7 +107,7 @@ Step make_fused_step(const Jaxpr& j, const std::vector<int32_t>& group, const st
         member.output.index = free_slots.back();
         free_slots.pop_back();
       }
-      slot_of[out] = member.output.index;
+      slot_of[vars[out]] = member.output.index;
     }
     free_slots.insert(free_slots.end(), freed_after.begin(), freed_after.end());
     step.members.push_back(std::move(member));

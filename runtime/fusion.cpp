@@ -143,34 +143,51 @@ std::vector<int32_t> reductions_first(const Jaxpr& jaxpr, const Lowering& loweri
 }
 }  // namespace fusion_detail
 
-RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group, const Lowering& lowering) {
+void GroupVars::assign(const Jaxpr& jaxpr, const std::vector<int32_t>& group) {
+  for (int32_t v : vars_) local_[static_cast<size_t>(v)] = -1;
+  vars_.clear();
+  auto add = [&](int32_t v) {
+    if (local_[static_cast<size_t>(v)] >= 0) return;
+    local_[static_cast<size_t>(v)] = static_cast<int32_t>(vars_.size());
+    vars_.push_back(v);
+  };
+  for (int32_t eq : group) {
+    const Equation& e = jaxpr.equations[eq];
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) add(a.var);
+    for (int32_t v : e.outputs) add(v);
+  }
+}
+
+RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group, const GroupVars& vars,
+                         const Lowering& lowering) {
   RowReads r;
-  r.row.assign(jaxpr.avals.size(), 0);
-  r.source.assign(jaxpr.avals.size(), -1);
-  r.full.assign(jaxpr.avals.size(), false);
+  r.row.assign(vars.size(), 0);
+  r.source.assign(vars.size(), -1);
+  r.full.assign(vars.size(), false);
   r.member_rows.assign(group.size(), false);
   for (int32_t eq : group) {
     const Equation& e = jaxpr.equations[eq];
     if (!is_fusible_broadcast(jaxpr, e)) continue;
     const int64_t run = fusion_detail::row_run_of(jaxpr, e);
     if (run < fusion_detail::kMinRowRun) continue;
-    r.row[e.outputs[0]] = run;
-    r.source[e.outputs[0]] = e.inputs[0].var;
+    r.row[vars[e.outputs[0]]] = run;
+    r.source[vars[e.outputs[0]]] = e.inputs[0].var;
   }
   for (size_t m = 0; m < group.size(); ++m) {
     const Equation& e = jaxpr.equations[group[m]];
     bool any = false, ok = lowering.fuses_rows(*e.primitive);  // never broadcasts or reductions
     int64_t run = 0;
     for (const Atom& a : e.inputs) {
-      if (a.is_literal() || r.row[a.var] == 0) continue;
-      ok = ok && (run == 0 || run == r.row[a.var]);
-      run = r.row[a.var];
+      if (a.is_literal() || r.row[vars[a.var]] == 0) continue;
+      ok = ok && (run == 0 || run == r.row[vars[a.var]]);
+      run = r.row[vars[a.var]];
       any = true;
     }
     r.member_rows[m] = any && ok;
     if (any && !ok)
       for (const Atom& a : e.inputs)
-        if (!a.is_literal() && r.row[a.var] > 0) r.full[a.var] = true;
+        if (!a.is_literal() && r.row[vars[a.var]] > 0) r.full[vars[a.var]] = true;
   }
   return r;
 }

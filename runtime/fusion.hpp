@@ -47,12 +47,30 @@ void broadcast_layout(const Jaxpr& jaxpr, const Equation& e, std::vector<int64_t
 /// (Lowering::fuses_rows) read the operand per run. The runner still runs the broadcast when a member needs its
 /// block (`full`) or it is read outside the group.
 struct RowReads {
-  std::vector<int64_t> row;       // by variable: the run length of such a broadcast, else 0
-  std::vector<int32_t> source;    // by variable: that broadcast's operand
-  std::vector<bool> full;         // by variable: some member of the group reads its block
+  std::vector<int64_t> row;       // by group variable (GroupVars): the run length of such a broadcast, else 0
+  std::vector<int32_t> source;    // by group variable: that broadcast's operand (a Jaxpr variable)
+  std::vector<bool> full;         // by group variable: some member of the group reads its block
   std::vector<bool> member_rows;  // by group position: the member reads its row operands per run
 };
-/// RowReads of fused group `group` (equation indices).
-RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group, const Lowering& lowering);
+
+/// Dense ids 0..size()-1 for the variables one fusion group reads or defines, so that the tables
+/// of a group cost the group's size, not the whole Jaxpr's (planning stays linear in equations).
+/// Made once per plan and re-assigned per group: assign() clears only the previous group's ids.
+class GroupVars {
+ public:
+  explicit GroupVars(size_t num_vars) : local_(num_vars, -1) {}
+  void assign(const Jaxpr& jaxpr, const std::vector<int32_t>& group);
+  /// The id of `var`, a variable of the group.
+  int32_t operator[](int32_t var) const { return local_[static_cast<size_t>(var)]; }
+  size_t size() const { return vars_.size(); }
+
+ private:
+  std::vector<int32_t> local_;  // by Jaxpr variable: its id in the group, or -1
+  std::vector<int32_t> vars_;   // by id: the Jaxpr variable
+};
+
+/// RowReads of fused group `group` (equation indices), by the group's variables `vars`.
+RowReads fused_row_reads(const Jaxpr& jaxpr, const std::vector<int32_t>& group, const GroupVars& vars,
+                         const Lowering& lowering);
 
 }  // namespace fluxion::runtime

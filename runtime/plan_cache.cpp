@@ -1,10 +1,20 @@
 // PlanCache: a Jaxpr's per-device plans, and the one compile path (passes, then the planner).
 #include "runtime/plan_cache.hpp"
 
+#include <new>
+
 #include "passes/passes.hpp"
 #include "runtime/executable.hpp"
 
 namespace fluxion::runtime {
+
+namespace plan_cache_detail {
+[[noreturn]] void fail_out_of_memory(const Jaxpr& jaxpr) {
+  detail::fail<OutOfMemoryError>("jit", "out of memory while optimizing and planning a program of ",
+                                 jaxpr.equations.size(), " equations. Free memory, or make the program smaller: ",
+                                 "fx::scan / fx::fori_loop instead of an unrolled loop.");
+}
+}  // namespace plan_cache_detail
 
 PlanCache::PlanCache(std::shared_ptr<const Jaxpr> jaxpr, JaxprStage stage) : jaxpr_(std::move(jaxpr)), stage_(stage) {}
 
@@ -13,7 +23,13 @@ std::shared_ptr<const Executable> PlanCache::executable(Device device) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [d, plan] : plans_)
     if (d == device) return plan;
-  std::shared_ptr<const Executable> plan = compile(*jaxpr_, stage_, device);
+  std::shared_ptr<const Executable> plan;
+  try {
+    // An optimized Jaxpr with no calls left is planned as it is: shared, not copied.
+    if (stage_ == JaxprStage::optimized && !passes::has_calls(*jaxpr_))
+      plan = std::make_shared<const Executable>(jaxpr_, device);
+    else plan = compile(*jaxpr_, stage_, device);
+  } catch (const std::bad_alloc&) { plan_cache_detail::fail_out_of_memory(*jaxpr_); }
   plans_.emplace_back(device, plan);
   return plan;
 }
@@ -24,12 +40,12 @@ std::vector<Tensor> PlanCache::run(const std::vector<Tensor>& args) const {
   return outs;
 }
 
-std::shared_ptr<const Executable> compile(const Jaxpr& jaxpr, JaxprStage stage, Device device) {
+std::shared_ptr<const Executable> compile(const Jaxpr& jaxpr, JaxprStage stage, Device device) try {
   auto ready = std::make_shared<const Jaxpr>(stage == JaxprStage::optimized ? passes::finish_for_execution(jaxpr)
                                                                             : passes::optimize_for_execution(jaxpr));
   // The planner prints each planning stage under FLUXION_DUMP_PASSES (runtime/planner.cpp).
   return std::make_shared<const Executable>(std::move(ready), device);
-}
+} catch (const std::bad_alloc&) { plan_cache_detail::fail_out_of_memory(jaxpr); }
 
 void run_plan(const Executable& plan, const std::vector<Tensor>& args, std::vector<Tensor>& outs) {
   plan.run(args, outs);

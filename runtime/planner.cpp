@@ -67,7 +67,11 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
     if (!a.is_literal()) uses_outside[a.var] = 1;
 
   StepUses uses;
+  // The step that defines each variable, so a fused step's reads skip its own outputs in O(1).
+  std::vector<int32_t> defined_by(nv, -1);
+  GroupVars group_vars(nv);
   for (const auto& group : groups) {
+    const auto step_index = static_cast<int32_t>(plan.steps.size());
     std::vector<int32_t> d, r;
     if (group.size() == 1 && !(fuse && parallel_single(j, j.equations[group[0]], lowering))) {
       const Equation& e = j.equations[group[0]];
@@ -112,11 +116,14 @@ Plan make_plan(const Jaxpr& j, Device device, const PlanRunner& runner) {
         int32_t v = j.equations[eq].outputs[0];
         if (fresh[v]) plan.kind[v] = Kind::output;
       }
-      Step step = make_fused_step(j, group, uses_outside, lowering);
+      Step step = make_fused_step(j, group, uses_outside, lowering, group_vars);
       for (const FusedMember& m : step.members)
-        if (m.output.source == FusedOperand::external) d.push_back(step.externals[m.output.index]);
+        if (m.output.source == FusedOperand::external) {
+          d.push_back(step.externals[m.output.index]);
+          defined_by[d.back()] = step_index;
+        }
       for (int32_t v : step.externals)
-        if (std::find(d.begin(), d.end(), v) == d.end()) r.push_back(v);
+        if (defined_by[v] != step_index) r.push_back(v);
       plan.max_scratch = std::max(plan.max_scratch, step.scratch_slots);
       plan.max_accumulators = std::max(plan.max_accumulators, step.accumulators);
       plan.max_externals = std::max<int32_t>(plan.max_externals, static_cast<int32_t>(step.externals.size()));

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <new>
 
 #include "fluxion/jit.hpp"
 #include "runtime/executable.hpp"
@@ -43,8 +44,16 @@ void finish_entry(Entry& e, Jaxpr traced, const std::vector<Tensor>& leaves) {
     traced.invars.insert(traced.invars.begin(), lifted_vars.begin(), lifted_vars.end());
   }
   // The pipeline's one run for this signature: planning the call only inlines what remains.
-  e.call = std::make_shared<const JitCallParams>(std::make_shared<const Jaxpr>(passes::optimize(traced)), "jit",
-                                                 /*optimized=*/true);
+  // The traced Jaxpr moves into the passes, which rewrite it in place: it is held once, not twice.
+  const size_t traced_equations = traced.equations.size();
+  try {
+    e.call = std::make_shared<const JitCallParams>(std::make_shared<const Jaxpr>(passes::optimize(std::move(traced))),
+                                                   "jit", /*optimized=*/true);
+  } catch (const std::bad_alloc&) {
+    detail::fail<OutOfMemoryError>("jit", "out of memory while optimizing a traced program of ", traced_equations,
+                                   " equations. Free memory, or make the program smaller: fx::scan / ",
+                                   "fx::fori_loop instead of an unrolled loop.");
+  }
 }
 
 void run_entry(const Entry& e, std::vector<Tensor>& leaves, std::vector<Tensor>& outs) {

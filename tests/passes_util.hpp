@@ -9,9 +9,9 @@
 namespace fluxion::testing {
 
 /// `pass(original)`, after checking it typechecks and computes the original's values on `args`.
-inline Jaxpr checked(Jaxpr (*pass)(const Jaxpr&), const Jaxpr& original, const std::vector<Tensor>& args) {
+inline Jaxpr checked(Jaxpr (*pass)(Jaxpr), const Jaxpr& original, const std::vector<Tensor>& args) {
   typecheck(original);
-  Jaxpr out = pass(original);
+  Jaxpr out = pass(original);  // a copy: the passes take their Jaxpr by value
   typecheck(out);
   std::vector<Tensor> want = eval_jaxpr(original, args), got = eval_jaxpr(out, args);
   REQUIRE(got.size() == want.size());

@@ -1,6 +1,7 @@
 // The batch interpreter: each primitive's batching rule, run under the parent interpreter.
 #include "transforms/batching.hpp"
 
+#include <new>
 #include <numeric>
 
 #include "fluxion/lax.hpp"
@@ -48,7 +49,7 @@ std::pair<Tensor, int64_t> BatchInterpreter::split(const Tensor& t) const {
 }
 
 FLUXION_REPL_INLINE std::vector<Tensor> BatchInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
-                                                                  const Params& params) {
+                                                                  const Params& params) try {
   std::vector<Tensor> values;
   std::vector<int64_t> dims;
   values.reserve(inputs.size());
@@ -83,6 +84,9 @@ FLUXION_REPL_INLINE std::vector<Tensor> BatchInterpreter::process(const Primitiv
   for (size_t i = 0; i < out.size(); ++i)
     result.push_back(out_dims[i] == kNotMapped ? out[i] : lift(out[i], out_dims[i]));
   return result;
+} catch (const std::bad_alloc&) {
+  detail::fail<OutOfMemoryError>(tag()->transform, "out of memory in the batching rule of '", p.name,
+                                 "'. Free memory, or map fewer elements at once.");
 }
 
 namespace batching {

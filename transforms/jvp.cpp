@@ -1,6 +1,8 @@
 // The jvp interpreter: each primitive's jvp rule, run under the parent interpreter.
 #include "transforms/jvp.hpp"
 
+#include <new>
+
 namespace fluxion {
 
 Tensor JvpInterpreter::lift(const Tensor& primal, const Tensor& tangent) {
@@ -16,7 +18,7 @@ std::pair<Tensor, Tensor> JvpInterpreter::split(const Tensor& t) const {
 }
 
 FLUXION_REPL_INLINE std::vector<Tensor> JvpInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
-                                                                const Params& params) {
+                                                                const Params& params) try {
   std::vector<Tensor> primals, tangents;
   primals.reserve(inputs.size());
   tangents.reserve(inputs.size());
@@ -42,6 +44,9 @@ FLUXION_REPL_INLINE std::vector<Tensor> JvpInterpreter::process(const Primitive&
     out.push_back(t.defined() ? lift(primals_out[i], t) : primals_out[i]);
   }
   return out;
+} catch (const std::bad_alloc&) {
+  detail::fail<OutOfMemoryError>(tag()->transform, "out of memory in the jvp rule of '", p.name,
+                                 "'. Free memory, or make the program smaller.");
 }
 
 }  // namespace fluxion

@@ -2,6 +2,8 @@
 // the unknown (partial-evaluation) side.
 #include "transforms/partial_eval.hpp"
 
+#include <unordered_map>
+
 namespace fluxion {
 
 PartialEvalSplit partial_eval_jaxpr(const Jaxpr& jaxpr, const std::vector<bool>& unknown_inputs) {
@@ -54,13 +56,13 @@ PartialEvalSplit partial_eval_jaxpr(const Jaxpr& jaxpr, const std::vector<bool>&
   u.consts = std::move(consts);
   u.invars.insert(u.invars.begin(), residual_vars.begin(), residual_vars.end());
   split.num_residuals = residuals.size();
+  // Residuals that are known inputs themselves, by the input's tracer (the last input of equal ones).
+  std::unordered_map<const TensorImpl*, int> input_of;
+  for (size_t i = 0, k = 0; i < args.size(); ++i)
+    if (!unknown_inputs[i]) input_of[known_args[k++].impl().get()] = static_cast<int>(i);
   for (const Tensor& r : residuals) {
-    int input = -1;
-    for (size_t i = 0, k = 0; i < args.size(); ++i)
-      if (!unknown_inputs[i]) {
-        if (known_args[k++].impl() == r.impl()) input = static_cast<int>(i);
-      }
-    split.residual_input.push_back(input);
+    auto it = input_of.find(r.impl().get());
+    split.residual_input.push_back(it == input_of.end() ? -1 : it->second);
   }
   std::vector<Tensor> known_outs;
   for (size_t i = 0; i < outs.size(); ++i)

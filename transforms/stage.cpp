@@ -1,4 +1,6 @@
 // The staging interpreter: records each bound primitive as an equation of a Jaxpr.
+#include <new>
+
 #include "fluxion/jaxpr.hpp"
 
 namespace fluxion {
@@ -15,6 +17,12 @@ class StageTracer final : public TracerImpl {
  private:
   int32_t var_;
 };
+
+/// One NoParams shared by every staged equation without params (one allocation less per equation).
+const std::shared_ptr<const Params>& shared_no_params() {
+  static const std::shared_ptr<const Params> none = no_params().clone();
+  return none;
+}
 
 }  // namespace stage_detail
 
@@ -35,13 +43,12 @@ Atom StageInterpreter::atom_for(const Tensor& t, const char* op) {
   // A concrete scalar is printed inline as a literal; anything else (including values traced by
   // an enclosing transform) becomes a constant input of the Jaxpr.
   if (!t.is_tracer() && t.ndim() == 0) return Atom::of_literal(t);
-  for (const auto& [impl, var] : const_vars_)
-    if (impl == t.impl().get()) return Atom::of_var(var);
+  auto [it, inserted] = const_vars_.emplace(t.impl().get(), 0);
+  if (!inserted) return Atom::of_var(it->second);
   int32_t v = jaxpr_.new_var(t.aval());
   jaxpr_.constvars.push_back(v);
   jaxpr_.consts.push_back(t);
-  const_vars_.emplace_back(t.impl().get(), v);
-  return Atom::of_var(v);
+  return Atom::of_var(it->second = v);
 }
 
 FLUXION_REPL_INLINE std::vector<Tensor> StageInterpreter::process(const Primitive& p, const std::vector<Tensor>& inputs,
@@ -65,6 +72,17 @@ FLUXION_REPL_INLINE std::vector<Tensor> StageInterpreter::process(const Primitiv
 
 std::vector<Tensor> StageInterpreter::stage_equation(const Primitive& p, const std::vector<Tensor>& inputs,
                                                      const Params& params) {
+  try {
+    return record(p, inputs, params);
+  } catch (const std::bad_alloc&) {
+    detail::fail<OutOfMemoryError>(tag()->transform, "out of memory while staging equation ", jaxpr_.equations.size(),
+                                   " (", p.name, ") of the traced program. Free memory, or make the program ",
+                                   "smaller: fx::scan / fx::fori_loop instead of an unrolled loop.");
+  }
+}
+
+std::vector<Tensor> StageInterpreter::record(const Primitive& p, const std::vector<Tensor>& inputs,
+                                             const Params& params) {
   Equation eqn;
   eqn.primitive = &p;
   eqn.inputs.reserve(inputs.size());
@@ -76,7 +94,7 @@ std::vector<Tensor> StageInterpreter::stage_equation(const Primitive& p, const s
     in_avals.push_back(t.aval());
   }
   std::vector<AbstractValue> out_avals = p.abstract_eval(in_avals, params);
-  eqn.params = params.clone();
+  eqn.params = params.empty() ? stage_detail::shared_no_params() : params.clone();
   std::vector<Tensor> outs;
   outs.reserve(out_avals.size());
   for (const AbstractValue& a : out_avals) {
@@ -90,6 +108,7 @@ std::vector<Tensor> StageInterpreter::stage_equation(const Primitive& p, const s
 
 Jaxpr StageInterpreter::finish(const std::vector<Tensor>& outputs) {
   for (const Tensor& t : outputs) jaxpr_.outputs.push_back(atom_for(t, tag()->transform));
+  const_vars_ = {};  // its memory goes back before the caller optimizes or transposes the Jaxpr
   return std::move(jaxpr_);
 }
 

@@ -1,11 +1,13 @@
 // The transpose interpreter: walks a linear Jaxpr backwards, accumulating cotangents.
 #include "transforms/transpose.hpp"
 
+#include <new>
+
 #include "fluxion/lax.hpp"
 
 namespace fluxion {
 
-std::vector<Tensor> transpose_jaxpr(const Jaxpr& j, const std::vector<Tensor>& cts_out, const char* transform) {
+std::vector<Tensor> transpose_jaxpr(const Jaxpr& j, const std::vector<Tensor>& cts_out, const char* transform) try {
   if (cts_out.size() != j.outputs.size())
     detail::fail<Error>(transform, "expected ", j.outputs.size(), " output cotangents, got ", cts_out.size(), ".");
   // Which variables are constants (known values) rather than linear.
@@ -60,6 +62,9 @@ std::vector<Tensor> transpose_jaxpr(const Jaxpr& j, const std::vector<Tensor>& c
   result.reserve(j.invars.size());
   for (int32_t v : j.invars) result.push_back(ct[v].defined() ? ct[v] : zeros(j.avals[v].shape, j.avals[v].dtype));
   return result;
+} catch (const std::bad_alloc&) {
+  detail::fail<OutOfMemoryError>(transform, "out of memory while transposing a linear program of ", j.equations.size(),
+                                 " equations. Free memory, or make the program smaller.");
 }
 
 }  // namespace fluxion

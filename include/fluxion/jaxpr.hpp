@@ -4,6 +4,7 @@
 #include <ostream>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "fluxion/interpreter.hpp"
@@ -80,8 +81,10 @@ class StageInterpreter final : public Interpreter {
 
  private:
   Atom atom_for(const Tensor& t, const char* op);
+  std::vector<Tensor> record(const Primitive& p, const std::vector<Tensor>& inputs, const Params& params);
   Jaxpr jaxpr_;
-  std::vector<std::pair<const TensorImpl*, int32_t>> const_vars_;
+  /// The constvar of each captured tensor, by its impl (the Jaxpr's consts keep the impls alive).
+  std::unordered_map<const TensorImpl*, int32_t> const_vars_;
   bool forward_known_ = false;
 };
 
