@@ -79,8 +79,6 @@ void cholesky_cpu(const T* a, T* l, const AbstractValue& a_aval, int64_t batch, 
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (n == 0) return;
   const bool lapack = kHaveLapack && n >= kLapackCholesky;
-  const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3;
-  cpu::gemm_detail::ProductThreads threads(!lapack && work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   ColMajor s(n, n);
   Eigen::LLT<ColMajor, Eigen::Lower> llt(lapack ? 0 : n);
   for (int64_t i = 0; i < batch; ++i) {
