@@ -108,11 +108,16 @@ inline constexpr int64_t kSliceAlign = 16;
 /// c is wider than tall), each computed on its own by `kernel` (panel_product for f64 only; dnnl
 /// for f32, falling back to Eigen's when oneDNN declines). Several slices per thread
 /// (parallel_ranges): a thread that starts late leaves one slice to wait for, not half the product.
+/// The libraries pack all of the other operand per call, so their slices are at least 1/2 of a
+/// thread's share (the panels pack nothing but one L1 panel at a time).
 template <bool TransA, bool TransB, class A> void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
                                                                 int64_t ldc, int64_t m, int64_t n, int64_t k,
                                                                 int threads, SliceKernel kernel) {
   const bool by_rows = m >= n;
-  parallel_ranges(by_rows ? m : n, threads, kMinSlice, kSliceAlign, [&](int64_t s0, int64_t s1, int) {
+  const int64_t extent = by_rows ? m : n;
+  const int64_t min_slice =
+      kernel == SliceKernel::panels ? kMinSlice : std::max(kMinSlice, extent / (2 * int64_t{std::max(threads, 1)}));
+  parallel_ranges(extent, threads, min_slice, kSliceAlign, [&](int64_t s0, int64_t s1, int) {
     const A* as = by_rows ? a + (TransA ? s0 : s0 * lda) : a;
     const A* bs = by_rows ? b : b + (TransB ? s0 * ldb : s0);
     A* cs = by_rows ? c + s0 * ldc : c + s0;
