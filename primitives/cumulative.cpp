@@ -69,9 +69,9 @@ template <Kind K> void cpu_kernel(const std::vector<Tensor>& in, const Params& p
                                                               rows.inner, p.reverse};
       const bool parallel = static_cast<double>(rows.count) * static_cast<double>(rows.n) >= 1 << 16 && rows.count > 1;
       const int threads = parallel ? cpu::kernel_threads() : 1;
-      (void)threads;  // unused without OpenMP
-#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
-      for (int64_t r = 0; r < rows.count; ++r) body(r);
+      cpu::parallel_ranges(rows.count, threads, 1, 1, [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) body(r);
+      });
     }
   });
 }

@@ -83,8 +83,6 @@ void cholesky_cpu(const T* a, T* l, const AbstractValue& a_aval, int64_t batch, 
   if (n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg))
     return cpu::cholesky_small_batch(a, l, n, 0, batch, [&](int64_t i) { on_failure(l, a_aval, i, n, nan); });
   const bool lapack = kHaveLapack && n >= kLapackCholesky;
-  const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3;
-  cpu::gemm_detail::ProductThreads threads(!lapack && work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   ColMajor s(n, n);
   Eigen::LLT<ColMajor, Eigen::Lower> llt(lapack ? 0 : n);
   for (int64_t i = 0; i < batch; ++i) {

@@ -131,12 +131,10 @@ std::vector<AbstractValue> lu_shape_rule(const Primitive& self, const std::vecto
 }
 
 /// CPU: Eigen's blocked partial-pivoting LU in place on the row-major output (its transpositions are
-/// exactly LAPACK's pivots). Large factorizations use the thread team, like linalg_solve.
+/// exactly LAPACK's pivots). On the calling thread (Eigen's products inside it are not threaded).
 template <class T> void lu_cpu(const T* a, T* lu, int32_t* piv, int32_t* perm, MatrixDims d) {
   const int64_t k = d.k();
   std::copy(a, a + d.batch * d.m * d.n, lu);
-  const double work = static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(k);
-  cpu::gemm_detail::ProductThreads threads(work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   for (int64_t i = 0; i < d.batch; ++i) {
     int32_t* p = piv + i * k;
     T* f = lu + i * d.m * d.n;
@@ -275,8 +273,6 @@ std::vector<AbstractValue> qr_shape_rule(const Primitive& self, const std::vecto
 template <class T> void qr_cpu(const T* a, T* q, T* r, MatrixDims d, int64_t cols) {
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-  const double work = static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k());
-  cpu::gemm_detail::ProductThreads threads(work >= cpu::kLargeWork ? cpu::kernel_threads() : 1);
   Eigen::HouseholderQR<ColMajor> f(d.m, d.n);
   for (int64_t i = 0; i < d.batch; ++i) {
     Eigen::Map<RowMajor> qi(q + i * d.m * cols, d.m, cols), ri(r + i * cols * d.n, cols, d.n);

@@ -86,9 +86,7 @@ void cpu_permutation(const std::vector<Tensor>& keys, const SortParams& p, const
   const int64_t num_rows = rows.outer * rows.inner, n = rows.n;
   const bool parallel = static_cast<double>(num_rows) * static_cast<double>(n) >= 1 << 15 && num_rows > 1;
   const int threads = parallel ? cpu::kernel_threads() : 1;
-  (void)threads;  // unused without OpenMP
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (parallel)
-  for (int64_t r = 0; r < num_rows; ++r) {
+  cpu::parallel_for(num_rows, threads, 16, [&](int64_t r, int) {
     int64_t* row = perm.data() + r * n;
     std::iota(row, row + n, int64_t{0});
     for (size_t k = keys.size(); k-- > 0;)
@@ -106,7 +104,7 @@ void cpu_permutation(const std::vector<Tensor>& keys, const SortParams& p, const
                            [](const Pair& a, const Pair& b) { return sort_less(a.first, b.first); });
         for (int64_t j = 0; j < n; ++j) row[j] = pairs[static_cast<size_t>(j)].second;
       });
-  }
+  });
 }
 
 /// -1, 0 or 1: key `k`'s element a against element b (flat offsets), in sort_less's order.
@@ -154,19 +152,17 @@ void cpu_sort_values(const Tensor& in, const SortParams& p, const SortRows& rows
   const int64_t num_rows = rows.outer * rows.inner, n = rows.n;
   const bool parallel = static_cast<double>(num_rows) * static_cast<double>(n) >= 1 << 15 && num_rows > 1;
   const int threads = parallel ? cpu::kernel_threads() : 1;
-  (void)threads;  // unused without OpenMP
   dispatch_dtype(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = in.data<T>();
     T* y = out.mutable_data<T>();
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (parallel)
-    for (int64_t r = 0; r < num_rows; ++r) {
+    cpu::parallel_for(num_rows, threads, 16, [&](int64_t r, int) {
       std::vector<T> row(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] = x[offset(rows, r, j)];
       if (p.descending) std::stable_sort(row.begin(), row.end(), [](T a, T b) { return sort_less(b, a); });
       else std::stable_sort(row.begin(), row.end(), [](T a, T b) { return sort_less(a, b); });
       for (int64_t j = 0; j < n; ++j) y[offset(rows, r, j)] = row[static_cast<size_t>(j)];
-    }
+    });
   });
 }
 

@@ -8,21 +8,11 @@
 #include "runtime/planner.hpp"
 #include "runtime/plan_cache.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace fluxion {
 
 namespace runtime {
 
-int max_threads() {
-#ifdef _OPENMP
-  return std::max(1, num_threads());
-#else
-  return 1;
-#endif
-}
+int max_threads() { return std::max(1, num_threads()); }
 
 }  // namespace runtime
 

@@ -18,8 +18,7 @@ inline constexpr int64_t kParallelElements = 1 << 16;  // fused groups this larg
 inline constexpr int kMaxFusedInputs = 4;              // fusible() admits no more
 inline constexpr int kMaxUniformSlots = 64;            // scratch slots whose one-value state the block loop tracks
 
-/// Threads a large fused group or a side-by-side round may use (fluxion::num_threads; 1 without
-/// OpenMP). Read at plan time (tile shapes, rounds) and by the runner (per-thread scratch).
+/// Threads a large fused group or a side-by-side round may use (fluxion::num_threads). Read at plan time (tile shapes, rounds) and by the runner (per-thread scratch).
 int max_threads();
 
 /// The matrix view of a product's output for tiling: an m x n row-major matrix, each element

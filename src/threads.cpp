@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "backends/cpu/gemm_choice.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "fluxion/device.hpp"
 
 #if FLUXION_WITH_BLAS
@@ -32,15 +33,17 @@ int default_threads() {
 std::atomic<int> g_threads{0};  // 0: not configured yet
 std::mutex g_mutex;
 
-// Eigen reads the calling thread's OpenMP thread count at each product (gemm.hpp sets it per
-// product). OpenBLAS always runs on the calling thread: with its own workers awake next to
-// OpenMP's team (products and fused groups), each pool waited for cores the other held
-// (gemm.hpp, kLargeWork), so multi-threaded products run through Eigen's OpenMP product.
-void apply(int n) {
+// The threads are Fluxion's pool (backends/cpu/thread_pool.hpp): a new count stops its workers,
+// and loops start as many as they need. OpenBLAS always runs on the calling thread: with its own
+// workers awake next to another team (products and fused groups), each pool waited for cores the
+// other held (kernel_threads.hpp, kLargeWork), so multi-threaded products run as slices over the
+// pool.
+void apply(int n, bool resize) {
   (void)n;
 #if FLUXION_WITH_BLAS
   openblas_set_num_threads(1);
 #endif
+  if (resize) cpu::stop_thread_pool();
 }
 
 }  // namespace threads_detail
@@ -53,7 +56,7 @@ int num_threads() {
   n = g_threads.load(std::memory_order_relaxed);
   if (n == 0) {
     n = default_threads();
-    apply(n);
+    apply(n, false);
     g_threads.store(n, std::memory_order_release);
   }
   return n;
@@ -63,7 +66,7 @@ void set_num_threads(int n) {
   using namespace threads_detail;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (n <= 0) n = default_threads();
-  apply(n);
+  apply(n, g_threads.load(std::memory_order_relaxed) != n);
   g_threads.store(n, std::memory_order_release);
 }
 

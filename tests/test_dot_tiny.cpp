@@ -300,9 +300,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "threads: OpenBLAS stays on the calling thread; large products on more threads run through Eigen's OpenMP "
-    "product") {
-  // One thread pool only: OpenBLAS's workers and OpenMP's team awake together waited for each
+    "threads: OpenBLAS stays on the calling thread; large products on more threads run as slices over Fluxion's "
+    "pool") {
+  // One thread pool only: OpenBLAS's workers and a second team awake together waited for each
   // other's cores (bench W2 at 2 threads took 4.6x its 1-thread time).
   const int before = fx::num_threads();
   constexpr int64_t m = 160, k = 170, n = 160;  // m k n >= kLargeWork: a "large" product
@@ -373,11 +373,11 @@ template <class T> void check_product_layouts(const std::vector<ProductShape>& s
 
 }  // namespace
 
-TEST_CASE("threads: large f64 products that are skinny or short run as one slice per thread, every layout") {
-  // strided_gemm's split_product: rows of c per thread (or columns when c is wider than tall),
+TEST_CASE("threads: large f64 products that are skinny or short run as slices over the pool, every layout") {
+  // strided_gemm's split_product: slices of c's rows (or columns when c is wider than tall),
   // through the register panels for k <= kPanelMaxK, else Eigen's product on each thread.
   // Skinny with a long contraction (both orientations), short contractions (both), an odd row
-  // count that does not split evenly, and one neither skinny nor short (Eigen's parallel product).
+  // count that does not split evenly, and one neither skinny nor short (`eigen`, sliced too).
   const std::vector<ProductShape> shapes = {
       {1000, 32, 800}, {31, 900, 700}, {1001, 300, 20}, {90, 2000, 64}, {333, 333, 129}};
   for (const ProductShape& s : shapes)

@@ -148,14 +148,9 @@ template <class T> void patches_by_tap(const T* lhs, const ConvGeometry& g, int6
   };
   // Rows of different kernel positions are disjoint: large copies share them out over the kernel's threads.
   const int threads = g.groups * depth * width >= (int64_t(1) << 18) ? kernel_threads() : 1;
-#ifdef _OPENMP
-  if (threads > 1 && taps > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t t = 0; t < taps; ++t) tap_rows(t);
-    return;
-  }
-#endif
-  for (int64_t t = 0; t < taps; ++t) tap_rows(t);
+  parallel_ranges(taps, threads, 1, 1, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) tap_rows(t);
+  });
 }
 
 /// The transposed patch matrix: one row per (group, batch, output position), one column per (in feature, tap);
@@ -175,14 +170,9 @@ template <class T> void patches_by_position(const T* lhs, const ConvGeometry& g,
                    cols + ((grp * cn + n) * positions + p) * depth + i * taps, taps);
   };
   const int threads = g.groups * depth * cn * positions >= (int64_t(1) << 18) ? kernel_threads() : 1;
-#ifdef _OPENMP
-  if (threads > 1 && positions > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t p = 0; p < positions; ++p) position_rows(p);
-    return;
-  }
-#endif
-  for (int64_t p = 0; p < positions; ++p) position_rows(p);
+  parallel_ranges(positions, threads, 1, 1, [&](int64_t p0, int64_t p1, int) {
+    for (int64_t p = p0; p < p1; ++p) position_rows(p);
+  });
 }
 
 /// Element offsets of the row-major positions of `size` for the spatial steps step[2:].

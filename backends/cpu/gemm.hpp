@@ -12,10 +12,6 @@
 #include <utility>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backends/cpu/gemm_choice.hpp"
 #include "backends/cpu/gemm_dot_general.hpp"
 #include "backends/cpu/gemm_libraries.hpp"
@@ -23,6 +19,7 @@
 #include "backends/cpu/gemm_register.hpp"
 #include "backends/cpu/gemm_vector.hpp"
 #include "backends/cpu/kernel_threads.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "fluxion/primitive.hpp"
 
 namespace fluxion::cpu {
@@ -34,13 +31,16 @@ using cpu::kLargeWork;
 /// c (m x n, leading dim ldc) = op(a) op(b) for row-major a stored m x k (k x m when TransA,
 /// leading dim lda) and b stored k x n (n x k when TransB, leading dim ldb) by one of the large
 /// paths `choice` names (dnnl, blas, split_panels, split_eigen, panel, eigen). A library that
-/// declines the call (sizes past its int arguments, an error) leaves the product to Eigen's.
+/// declines the call (sizes past its int arguments, an error) leaves the product to Eigen's. On
+/// several threads, dnnl and eigen run as slices over the pool (split_product), like split_*.
 template <bool TransA, bool TransB, class A> void run_strided(const ProductChoice& choice, const A* a, int64_t lda,
                                                               const A* b, int64_t ldb, A* c, int64_t ldc, int64_t m,
                                                               int64_t n, int64_t k) {
   switch (choice.path) {
     case ProductPath::dnnl:
-      if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads)) return;
+      if (choice.threads > 1)
+        return split_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads, SliceKernel::dnnl);
+      if (dnnl_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
       break;
     case ProductPath::blas:
       if (blas_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k)) return;
@@ -48,15 +48,18 @@ template <bool TransA, bool TransB, class A> void run_strided(const ProductChoic
     case ProductPath::split_panels:
     case ProductPath::split_eigen:  // f64 only (the panels are compiled for f64 alone)
       if constexpr (std::is_same_v<A, double>)
-        return split_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads,
-                                             choice.path == ProductPath::split_panels);
+        return split_product<TransA, TransB>(
+            a, lda, b, ldb, c, ldc, m, n, k, choice.threads,
+            choice.path == ProductPath::split_panels ? SliceKernel::panels : SliceKernel::eigen);
       break;
     case ProductPath::panel:
       if constexpr (std::is_same_v<A, double>) return panel_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k);
       break;
     default: break;
   }
-  eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads);
+  if (choice.threads > 1)
+    return split_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k, choice.threads, SliceKernel::eigen);
+  eigen_product<TransA, TransB>(a, lda, b, ldb, c, ldc, m, n, k);
 }
 
 /// run_strided's product, m, n, k >= 1, on up to kernel_threads() threads, by the path
@@ -106,7 +109,7 @@ void run_matrices(const ProductChoice& choice, const A* a, const A* b, A* c, int
 }
 
 /// c[b] = lhs[b] * rhs[b] for every batch b; blocks are contiguous and m, n, k >= 1. One choice
-/// for all batches; batches shared out over threads (batch_threads) each run on one thread.
+/// for all batches; batches shared out over the pool's threads (batch_threads), each on one.
 template <bool TransA, bool TransB, class A>
 void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int64_t n, int64_t k) {
   ProductLayout layout;
@@ -115,16 +118,10 @@ void batched_product(const A* a, const A* b, A* c, int64_t batch, int64_t m, int
   auto one = [&](int64_t i) {
     run_matrices<TransA, TransB>(choice, a + i * m * k, b + i * k * n, c + i * m * n, m, n, k);
   };
-#ifdef _OPENMP
   if (choice.batch_threads > 1) {
-#pragma omp parallel num_threads(choice.batch_threads)
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      for (int64_t i = batch * t / nt; i < batch * (t + 1) / nt; ++i) one(i);
-    }
-    return;
+    const int64_t grain = std::max<int64_t>(1, batch / (int64_t{choice.batch_threads} * kRangesPerThread));
+    return parallel_for(batch, choice.batch_threads, grain, [&](int64_t i, int) { one(i); });
   }
-#endif
   for (int64_t i = 0; i < batch; ++i) one(i);
 }
 

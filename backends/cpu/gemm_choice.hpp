@@ -32,12 +32,12 @@ enum class ProductPath : uint8_t {
   short_register,  // m, n <= register_cols, b not transposed: a long contraction, b read in place
   lazy,            // m, n <= 4 (integers): Eigen's coefficient-based product
   stacked_gemv,    // 2..4 columns of op(b) against a tall a (not transposed), read once by rows
-  dnnl,            // oneDNN's sgemm on `threads` threads
+  dnnl,            // oneDNN's sgemm (on `threads` threads: slices over the pool)
   blas,            // OpenBLAS on the calling thread
-  split_panels,    // one slice of the result per thread, each by panel_product
-  split_eigen,     // one slice of the result per thread, each by Eigen's product on that thread
+  split_panels,    // slices of the result over the thread pool, each by panel_product
+  split_eigen,     // slices of the result over the thread pool, each by Eigen's product on one thread
   panel,           // panel_product on the calling thread (f64: op(b)'s panels in L1, op(a) in place)
-  eigen,           // Eigen's blocked product on `threads` threads
+  eigen,           // Eigen's blocked product (on `threads` threads: slices over the pool)
 };
 
 /// The name of `p` ("split_panels"), for messages and tests.
@@ -109,7 +109,8 @@ struct ProductThresholds {
   /// this or k at most panel_max_k, instead of Eigen's parallel product, which shares packed
   /// blocks and spin-waits for them. Two threads: 1000x800x32 1.00 -> 0.67 ms, 1000x3200x64 10.1
   /// -> 5.2 ms, 32x800x1000 (aᵀ b) 1.05 -> 0.76 ms, 3200x64x1000 8.2 -> 7.4 ms; 1000^3 went the
-  /// other way (19.6 -> 23.1 ms), so it stays on Eigen's.
+  /// other way (19.6 -> 23.1 ms). (Measured with OpenMP; Eigen's parallel product is no longer
+  /// used: `eigen` on several threads runs slices over the pool too, each by Eigen on one thread.)
   int64_t split_skinny = 64;
   /// Contractions up to which f64 products (slices, tiles) use the register panels: on tiles of
   /// 250 x 320 and 143 x 915 they took 0.66-0.83x Eigen's time for k of 8 to 32, 0.94-0.97x at 64
@@ -191,7 +192,7 @@ inline ProductChoice choose_large(int64_t m, int64_t n, int64_t k, DType dtype, 
   const bool large = work(m, n, k) >= t.large_work;
   const int th = large ? threads : 1;
   if (dtype == DType::f32 && work(m, n, k) >= t.dnnl_work && o().dnnl) return {ProductPath::dnnl, th};
-  // OpenBLAS only on one thread: its own workers and OpenMP's team awake together wait for each
+  // OpenBLAS only on one thread: its own workers and Fluxion's pool awake together wait for each
   // other's cores (kLargeWork).
   if (large && floating(dtype) && std::max({m, n, k}) <= INT_MAX && th == 1 && std::min(m, n) > t.eigen_skinny &&
       o().blas)
@@ -245,8 +246,7 @@ inline bool tiny_product_fits(int64_t m, int64_t n, int64_t k, const ProductLayo
 /// when `threads` threads may work on it (kernel_threads(): 1 inside a parallel region), with
 /// `options` (none given: product_options(), read only by the paths that depend on them).
 /// Preconditions: matrices, strided and tile products have m, n, k >= 1 (a planned dot_general
-/// handles empty results and k = 0 itself). Without OpenMP the runners run every path on the
-/// calling thread.
+/// handles empty results and k = 0 itself).
 inline ProductChoice choose_product(int64_t m, int64_t n, int64_t k, DType dtype, int threads,
                                     const ProductLayout& layout, const ProductThresholds& t = kProductThresholds,
                                     const ProductOptions* options = nullptr) {

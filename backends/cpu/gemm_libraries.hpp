@@ -1,6 +1,7 @@
-/// The library products the CPU GEMM paths call: Eigen's (on a chosen number of OpenMP threads),
-/// OpenBLAS's (FLUXION_BLAS, always on the calling thread) and oneDNN's sgemm (FLUXION_DNNL), for
-/// row-major operands with leading dims; plus the matrix and element types the kernels share.
+/// The library products the CPU GEMM paths call, each on the calling thread (products on several
+/// threads are split into slices over Fluxion's pool: gemm_panel.hpp, split_product): Eigen's,
+/// OpenBLAS's (FLUXION_BLAS) and oneDNN's sgemm (FLUXION_DNNL), for row-major operands with
+/// leading dims; plus the matrix and element types the kernels share.
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
@@ -12,10 +13,8 @@
 #include <cblas.h>
 #endif
 #if FLUXION_WITH_DNNL
+#include <dlfcn.h>
 #include <dnnl.h>
-#endif
-#ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "fluxion/device.hpp"
@@ -50,30 +49,6 @@ template <bool Trans, class A> auto rhs_matrix(const A* p, int64_t k, int64_t n)
   else return Eigen::Map<const RowMajorMat<A>>(p, k, n);
 }
 
-/// The calling thread's OpenMP thread count for one Eigen product (Eigen reads
-/// omp_get_max_threads() per product; a per-thread setting, restored afterwards).
-class ProductThreads {
- public:
-  explicit ProductThreads(int n) {
-#ifdef _OPENMP
-    previous_ = omp_get_max_threads();
-    if (n != previous_) omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-  }
-  ~ProductThreads() {
-#ifdef _OPENMP
-    if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
-#endif
-  }
-  ProductThreads(const ProductThreads&) = delete;
-  ProductThreads& operator=(const ProductThreads&) = delete;
-
- private:
-  int previous_ = 1;
-};
-
 /// c (m x n, leading dim ldc) = op(a) op(b) through OpenBLAS on the calling thread, for row-major
 /// a stored m x k (k x m when TransA, leading dim lda) and b stored k x n (n x k when TransB,
 /// leading dim ldb); false (nothing done) when OpenBLAS is not linked, A is not f32/f64 or a
@@ -94,11 +69,10 @@ template <bool TransA, bool TransB, class A> bool blas_product(const A* a, int64
   return false;
 }
 
-/// blas_product's operands through Eigen's product on `threads` threads.
+/// blas_product's operands through Eigen's product on the calling thread (Fluxion builds with
+/// EIGEN_DONT_PARALLELIZE).
 template <bool TransA, bool TransB, class A> void eigen_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
-                                                                int64_t ldc, int64_t m, int64_t n, int64_t k,
-                                                                int threads) {
-  ProductThreads team(threads);
+                                                                int64_t ldc, int64_t m, int64_t n, int64_t k) {
   const Eigen::OuterStride<> sa(lda), sb(ldb), sc(ldc);
   auto lhs = [&] {
     if constexpr (TransA) return StridedMap<A>(a, k, m, sa).transpose();
@@ -111,20 +85,34 @@ template <bool TransA, bool TransB, class A> void eigen_product(const A* a, int6
   MutableStridedMap<A>(c, m, n, sc).noalias() = lhs * rhs;
 }
 
-/// blas_product's product through oneDNN's sgemm on `threads` threads (its OpenMP runtime is the
-/// team the fused groups and Eigen's products use); false (nothing done) unless `A` is float,
-/// oneDNN is linked and the call succeeds.
+#if FLUXION_WITH_DNNL
+/// Keeps oneDNN on the calling thread. Debian's oneDNN runs on OpenMP and takes as many threads as
+/// the calling thread's OpenMP setting says (all cores by default), with a busy-waiting team that
+/// fights other processes for the cores; Fluxion splits large products over its own pool instead,
+/// so each thread sets its OpenMP count to 1 once, through the libgomp that oneDNN loaded (Fluxion
+/// itself neither uses nor links OpenMP).
+inline void dnnl_on_calling_thread() {
+  thread_local const bool once = [] {
+    using SetThreads = void (*)(int);
+    if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(1);
+    return true;
+  }();
+  (void)once;
+}
+#endif
+
+/// blas_product's product through oneDNN's sgemm on the calling thread; false (nothing done)
+/// unless `A` is float, oneDNN is linked and the call succeeds.
 template <bool TransA, bool TransB, class A> bool dnnl_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
-                                                               int64_t ldc, int64_t m, int64_t n, int64_t k,
-                                                               int threads) {
+                                                               int64_t ldc, int64_t m, int64_t n, int64_t k) {
 #if FLUXION_WITH_DNNL
   if constexpr (std::is_same_v<A, float>) {
-    ProductThreads team(threads);
+    dnnl_on_calling_thread();
     return dnnl_sgemm(TransA ? 'T' : 'N', TransB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) ==
            dnnl_success;
   }
 #endif
-  (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k, (void)threads;
+  (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc, (void)m, (void)n, (void)k;
   return false;
 }
 

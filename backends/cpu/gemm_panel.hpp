@@ -1,18 +1,15 @@
 /// The register panels of the CPU GEMM paths (f64 products of short contractions, narrow
 /// results, tiles): op(b) packed a panel at a time into L1, op(a) read in place, result rows
-/// accumulated in registers; and split_product, one slice of a product per thread.
+/// accumulated in registers; and split_product, slices of a product over the thread pool.
 #pragma once
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backends/cpu/gemm_choice.hpp"
 #include "backends/cpu/gemm_libraries.hpp"
 #include "backends/cpu/gemm_register.hpp"
+#include "backends/cpu/thread_pool.hpp"
 
 namespace fluxion::cpu::gemm_detail {
 
@@ -99,30 +96,37 @@ template <bool TransA, bool TransB, class A> void panel_product(const A* a, int6
 
 inline constexpr int64_t kPanelNarrow = 64;
 
-/// blas_product's product on `threads` threads, each computing its own slice of c (rows, or
-/// columns when c is wider than tall) on its own: by panel_product when `panels`, else by Eigen's
-/// product on that thread.
+/// What computes each slice of split_product, on the thread that claimed it.
+enum class SliceKernel : uint8_t { panels, eigen, dnnl };
+
+/// Slices are at least this many rows (or columns) and start on multiples of kSliceAlign (whole
+/// 64-byte lines of f32 results when sliced by columns).
+inline constexpr int64_t kMinSlice = 32;
+inline constexpr int64_t kSliceAlign = 16;
+
+/// blas_product's product on `threads` threads of the pool, as slices of c (rows, or columns when
+/// c is wider than tall), each computed on its own by `kernel` (panel_product for f64 only; dnnl
+/// for f32, falling back to Eigen's when oneDNN declines). Several slices per thread
+/// (parallel_ranges): a thread that starts late leaves one slice to wait for, not half the product.
+/// The libraries pack all of the other operand per call, so their slices are at least 1/2 of a
+/// thread's share (the panels pack nothing but one L1 panel at a time).
 template <bool TransA, bool TransB, class A> void split_product(const A* a, int64_t lda, const A* b, int64_t ldb, A* c,
                                                                 int64_t ldc, int64_t m, int64_t n, int64_t k,
-                                                                int threads, bool panels) {
+                                                                int threads, SliceKernel kernel) {
   const bool by_rows = m >= n;
-  auto slice = [&](int t, int nt) {
-    const int64_t extent = by_rows ? m : n, s0 = extent * t / nt, s1 = extent * (t + 1) / nt;
-    if (s1 == s0) return;
+  const int64_t extent = by_rows ? m : n;
+  const int64_t min_slice =
+      kernel == SliceKernel::panels ? kMinSlice : std::max(kMinSlice, extent / (2 * int64_t{std::max(threads, 1)}));
+  parallel_ranges(extent, threads, min_slice, kSliceAlign, [&](int64_t s0, int64_t s1, int) {
     const A* as = by_rows ? a + (TransA ? s0 : s0 * lda) : a;
     const A* bs = by_rows ? b : b + (TransB ? s0 * ldb : s0);
     A* cs = by_rows ? c + s0 * ldc : c + s0;
     const int64_t ms = by_rows ? s1 - s0 : m, ns = by_rows ? n : s1 - s0;
-    if (panels) panel_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k);
-    else eigen_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k, 1);
-  };
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-  slice(omp_get_thread_num(), omp_get_num_threads());
-#else
-  (void)threads;
-  slice(0, 1);
-#endif
+    if constexpr (std::is_same_v<A, double>)
+      if (kernel == SliceKernel::panels) return panel_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k);
+    if (kernel == SliceKernel::dnnl && dnnl_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k)) return;
+    eigen_product<TransA, TransB>(as, lda, bs, ldb, cs, ldc, ms, ns, k);
+  });
 }
 
 }  // namespace fluxion::cpu::gemm_detail

@@ -7,21 +7,18 @@
 #include <cstdint>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backends/cpu/gemm_choice.hpp"
 #include "backends/cpu/gemm_libraries.hpp"
 #include "backends/cpu/gemm_register.hpp"
+#include "backends/cpu/thread_pool.hpp"
 
 namespace fluxion::cpu::gemm_detail {
 
 /// y = op(a) x for a matrix `a` of rows x cols stored row-major (contiguous), by `choice` (gemv,
-/// blas_gemv or split_gemv). split_gemv gives each of choice.threads threads a slice of y (rows
-/// of `a`, or its columns when `trans`) of whole gemv_slice blocks, computed on that thread by the
-/// path choose_gemv_slice picks for its size; each element of y is one thread's whole sum (no
-/// partial sums are combined across threads).
+/// blas_gemv or split_gemv). split_gemv cuts y into slices (rows of `a`, or its columns when
+/// `trans`) of whole gemv_slice blocks, a few per thread (parallel_ranges), each computed by the
+/// thread that claims it through the path choose_gemv_slice picks for its size; each element of y
+/// is one thread's whole sum (no partial sums are combined across threads).
 template <class A>
 void gemv(const ProductChoice& choice, bool trans, const A* a, int64_t rows, int64_t cols, const A* x, A* y) {
   auto blas = [](int64_t r, int64_t c) {
@@ -31,22 +28,11 @@ void gemv(const ProductChoice& choice, bool trans, const A* a, int64_t rows, int
     gemv_on_caller(choice.path == ProductPath::blas_gemv, trans, a, cols, rows, cols, x, y);
     return;
   }
-#ifdef _OPENMP
   constexpr int64_t kSlice = kProductThresholds.gemv_slice;
-  const int64_t outputs = trans ? cols : rows, slices = (outputs + kSlice - 1) / kSlice;
-#pragma omp parallel num_threads(choice.threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t lo = std::min(outputs, slices * t / nt * kSlice);
-    const int64_t hi = std::min(outputs, slices * (t + 1) / nt * kSlice);
-    if (hi > lo) {
-      if (trans) gemv_on_caller(blas(rows, hi - lo), true, a + lo, cols, rows, hi - lo, x, y + lo);
-      else gemv_on_caller(blas(hi - lo, cols), false, a + lo * cols, cols, hi - lo, cols, x, y + lo);
-    }
-  }
-#else
-  gemv_on_caller(blas(rows, cols), trans, a, cols, rows, cols, x, y);
-#endif
+  parallel_ranges(trans ? cols : rows, choice.threads, kSlice, kSlice, [&](int64_t lo, int64_t hi, int) {
+    if (trans) gemv_on_caller(blas(rows, hi - lo), true, a + lo, cols, rows, hi - lo, x, y + lo);
+    else gemv_on_caller(blas(hi - lo, cols), false, a + lo * cols, cols, hi - lo, cols, x, y + lo);
+  });
 }
 
 /// Rows [i, i + R) of c (m x N) = a (m x k, row-major) times the N columns `cols` (N x k,
@@ -77,7 +63,7 @@ template <int N, int R, class A> void stacked_rows(const A* a, const A* cols, A*
 
 /// c (m x n) = a op(b) for a row-major a (m x k) and 2..4 columns of op(b) (two matrix-vector
 /// products of one matrix stacked into one): a is read once, by rows, split over `threads`
-/// threads like gemv. The blocked product packed all of a first (1000 x 1000 x 2: slower than the
+/// threads of the pool like gemv. The blocked product packed all of a first (1000 x 1000 x 2: slower than the
 /// two GEMVs it replaced).
 template <bool TransB, class A>
 void stacked_gemv(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k, int threads) {
@@ -97,18 +83,7 @@ void stacked_gemv(const A* a, const A* b, A* c, int64_t m, int64_t n, int64_t k,
       for (; i < r1; ++i) stacked_rows<N, 1>(a, cols, c, i, k);
     });
   };
-#ifdef _OPENMP
-  if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      rows(m * t / nt, m * (t + 1) / nt);
-    }
-    return;
-  }
-#endif
-  (void)threads;
-  rows(0, m);
+  parallel_ranges(m, threads, kProductThresholds.gemv_slice, 4, [&](int64_t r0, int64_t r1, int) { rows(r0, r1); });
 }
 
 }  // namespace fluxion::cpu::gemm_detail

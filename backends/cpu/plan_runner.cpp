@@ -13,13 +13,10 @@
 #include "backends/cpu/broadcast_copy.hpp"
 #include "backends/cpu/kernel_threads.hpp"
 #include "backends/cpu/row_sums.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "backends/cpu/tile_program_compiler.hpp"
 #include "runtime/switches.hpp"
 #include "transforms/half_kernels.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace fluxion::cpu {
 
@@ -225,7 +222,11 @@ void run_tiles(const Step& step, const FusedLowering& lowering, const std::vecto
 }
 
 /// Runs a fused step (its externals' bases set in w.bases): its blocks, or the tiles of its
-/// tiled product, split evenly over the threads.
+/// tiled product, over the thread pool. Scratch, tile buffers and tile bases are per worker.
+/// Without sums, the units are claimed in chunks (a late thread leaves only its chunk to wait
+/// for). With sums, the units are cut into one part per thread, each with its own accumulator
+/// set, so that every row's sum adds the same partial sums in the same order whichever thread
+/// runs which part; a second loop then writes a share of the sums per part.
 void run_fused_step(const Step& step, const Plan& plan, RunState& s, CpuWorkspace& w) {
   const auto& lowering = static_cast<const FusedLowering&>(*step.lowering);
   const int64_t per_thread = static_cast<int64_t>(plan.max_scratch) * kBlock;
@@ -236,51 +237,43 @@ void run_fused_step(const Step& step, const Plan& plan, RunState& s, CpuWorkspac
     units = (step.tile_view.m + step.tile_rows - 1) / step.tile_rows *
             ((step.tile_view.n + step.tile_cols - 1) / step.tile_cols);
   }
-  int threads = 1;
-#ifdef _OPENMP
-  threads = std::min<int>(runtime::max_threads(), static_cast<int>(w.scratch_size / std::max<int64_t>(per_thread, 1)));
+  int threads =
+      std::min<int>(runtime::max_threads(), static_cast<int>(w.scratch_size / std::max<int64_t>(per_thread, 1)));
   if (step.n < kParallelElements) threads = 1;
-  threads = static_cast<int>(std::min<int64_t>(threads, units));
-#endif
-  // Each thread clears its own accumulator set, and after a barrier writes a share of the sums
-  // (with as many sums as rows, clearing and combining them on one thread costs more than the
-  // second thread saves).
-  auto work = [&](int t, int nt) {
-    double* scratch = w.scratch + t * per_thread;
-    double* acc = w.accumulators.data() + t * acc_stride;
-    std::fill(acc, acc + step.accumulators, kSumStart);
-    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+  if (step.tiled)
+    threads = std::min<int>(threads, static_cast<int>(w.tile_bases.size() / std::max<size_t>(w.bases.size(), 1)));
+  if (acc_stride > 0) threads = std::min<int>(threads, static_cast<int>(w.accumulators.size() / acc_stride));
+  threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, units)));
+  // Units [u0, u1) on `worker`, adding sums into accumulator set `part`.
+  auto work = [&](int64_t u0, int64_t u1, int part, int worker) {
+    double* scratch = w.scratch + worker * per_thread;
+    double* acc = w.accumulators.data() + part * acc_stride;
     if (!step.tiled) {
       const int64_t e0 = u0 * kBlock, e1 = std::min(u1 * kBlock, step.n);
       if (!lowering.program.empty()) run_program_range(step, lowering, w.bases.data(), scratch, acc, e0, e1);
       else run_fused_range(step, lowering, w.bases.data(), scratch, acc, e0, e1);
       return;
     }
-    char** bases = w.tile_bases.data() + static_cast<size_t>(t) * w.bases.size();
+    char** bases = w.tile_bases.data() + static_cast<size_t>(worker) * w.bases.size();
     std::copy(w.bases.begin(), w.bases.end(), bases);
-    run_tiles(step, lowering, s.in, bases, w.tiles + t * w.tile_stride, scratch, acc, u0, u1);
+    run_tiles(step, lowering, s.in, bases, w.tiles + worker * w.tile_stride, scratch, acc, u0, u1);
   };
-  auto sums = [&](int part, int parts) {
-    if (step.accumulators > 0)
-      write_row_sums(step, w.bases.data(), w.accumulators.data(), acc_stride, parts, part, parts);
-  };
-#ifdef _OPENMP
-  if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      work(t, nt);
-      if (step.accumulators > 0) {
-#pragma omp barrier
-        sums(t, nt);
-      }
-    }
-  } else
-#endif
-  {
-    work(0, 1);
-    sums(0, 1);
+  if (step.accumulators == 0) {
+    const int64_t grain = threads > 1 ? std::max<int64_t>(1, units / (int64_t{threads} * kRangesPerThread)) : units;
+    parallel_chunks(units, threads, grain, [&](int64_t u0, int64_t u1, int worker) { work(u0, u1, 0, worker); });
+    s.in.clear();
+    return;
   }
+  const Split parts{units, threads};
+  parallel_for(threads, threads, [&](int64_t part, int worker) {
+    std::fill(w.accumulators.data() + part * acc_stride, w.accumulators.data() + part * acc_stride + step.accumulators,
+              kSumStart);
+    work(parts.begin(part), parts.end(part), static_cast<int>(part), worker);
+  });
+  // With as many sums as rows, combining them on one thread costs more than the second one saves.
+  parallel_for(threads, threads, [&](int64_t part, int) {
+    write_row_sums(step, w.bases.data(), w.accumulators.data(), acc_stride, threads, static_cast<int>(part), threads);
+  });
   s.in.clear();
 }
 
@@ -299,9 +292,9 @@ void run_kernel_step(const Step& step, const RunState& s, std::vector<Tensor>& i
   half_kernels::run_kernel(*e.primitive, step.fn, Backend::cpu, in, *e.params, out);
 }
 
-/// Runs a side-by-side step's rounds. A round of several parts runs them on as many threads, each
-/// kernel on its thread alone (cpu::kernel_threads() is 1 there); the first exception a part
-/// throws is rethrown once the round has finished.
+/// Runs a side-by-side step's rounds. A round of several parts runs them over the thread pool,
+/// each kernel on one thread alone (cpu::kernel_threads() is 1 there), with that worker's argument
+/// lists; the first exception a part throws is rethrown once the round's running parts finished.
 void run_side_by_side(const Step& step, RunState& s, CpuWorkspace& w) {
   size_t first = 0;
   for (int32_t round : step.rounds) {
@@ -310,26 +303,9 @@ void run_side_by_side(const Step& step, RunState& s, CpuWorkspace& w) {
       ++first;
       continue;
     }
-#ifdef _OPENMP
-    std::exception_ptr failure;
-#pragma omp parallel num_threads(round)
-    {
-      const int t = omp_get_thread_num();
-      // A smaller team than asked for (nested in a caller's parallel region, or OpenMP's thread
-      // limit) runs the remaining parts on its threads in turn.
-      for (int p = t; p < round; p += omp_get_num_threads()) {
-        try {
-          run_kernel_step(step.parts[first + p], s, w.side_in[t], w.side_out[t]);
-        } catch (...) {
-#pragma omp critical(fluxion_side_by_side)
-          if (!failure) failure = std::current_exception();
-        }
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
-#else
-    for (int p = 0; p < round; ++p) run_kernel_step(step.parts[first + p], s, s.in, s.out);
-#endif
+    parallel_for(round, round, [&](int64_t p, int worker) {
+      run_kernel_step(step.parts[first + static_cast<size_t>(p)], s, w.side_in[worker], w.side_out[worker]);
+    });
     first += static_cast<size_t>(round);
   }
 }

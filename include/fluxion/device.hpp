@@ -26,7 +26,7 @@ inline std::ostream& operator<<(std::ostream& os, Device d) {
 
 /// Threads that large CPU kernels (GEMM) use: set_num_threads, else $FLUXION_NUM_THREADS, else all cores.
 int num_threads();
-/// Sets the threads of large CPU kernels (Eigen's OpenMP GEMM and OpenBLAS); n <= 0 restores the default.
+/// Sets the threads of large CPU kernels and fused groups (Fluxion's thread pool); n <= 0 restores the default.
 void set_num_threads(int n);
 
 /// Which kernel table runs an op: the naive reference loops, the CPU (Eigen) kernels, CUDA, or

@@ -111,3 +111,4 @@
 #include "src/codegen_control.cpp"
 #include "src/codegen_exported.cpp"
 #include "runtime/loop_runner.cpp"
+#include "backends/cpu/thread_pool.cpp"
