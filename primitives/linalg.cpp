@@ -70,9 +70,16 @@ template <class T> void solve_cpu(const T* a, const T* b, T* x, const AbstractVa
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (d.n == 0) return;
   if (d.n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg)) {
-    int64_t singular = -1, column = -1;
-    cpu::solve_small_batch(a, b, x, d.n, d.k, 0, d.batch, &singular, &column);
-    if (singular >= 0) fail_singular(a_aval, singular, column);
+    const int64_t singular = cpu::parallel_small_batch(d.batch, d.n, d.k, [&](int64_t begin, int64_t end) {
+      int64_t index = -1, column = -1;
+      cpu::solve_small_batch(a, b, x, d.n, d.k, begin, end, &index, &column);
+      return index;
+    });
+    if (singular >= 0) {  // the column of its zero pivot
+      int64_t index = -1, column = -1;
+      cpu::solve_small_batch(a, b, x, d.n, d.k, singular, singular + 1, &index, &column);
+      fail_singular(a_aval, singular, column);
+    }
     return;
   }
   // On the calling thread: Fluxion builds Eigen with EIGEN_DONT_PARALLELIZE (no OpenMP team).

@@ -80,8 +80,18 @@ void cholesky_cpu(const T* a, T* l, const AbstractValue& a_aval, int64_t batch, 
   using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   if (n == 0) return;
-  if (n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg))
-    return cpu::cholesky_small_batch(a, l, n, 0, batch, [&](int64_t i) { on_failure(l, a_aval, i, n, nan); });
+  if (n <= cpu::kSmallSolveMax && runtime::enabled(runtime::Switch::small_linalg)) {
+    const int64_t failed = cpu::parallel_small_batch(batch, n, 0, [&](int64_t begin, int64_t end) {
+      int64_t first = -1;
+      cpu::cholesky_small_batch(a, l, n, begin, end, [&](int64_t i) {
+        if (first < 0) first = i;
+        if (nan) on_failure(l, a_aval, i, n, true);
+      });
+      return first;
+    });
+    if (failed >= 0 && !nan) fail_not_positive_definite(a_aval, failed);
+    return;
+  }
   const bool lapack = kHaveLapack && n >= kLapackCholesky;
   ColMajor s(n, n);
   Eigen::LLT<ColMajor, Eigen::Lower> llt(lapack ? 0 : n);

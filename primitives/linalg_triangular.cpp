@@ -101,7 +101,11 @@ void tri_cpu(const T* a, const T* b, T* x, const AbstractValue& a_aval, TriDims 
       if (const int64_t zero = zero_diagonal_row(a + i * n * n, n, p.unit_diagonal); zero >= 0)
         fail_zero_diagonal(a_aval, i, zero);
     if (rows * cols > 0)
-      cpu::triangular_small_batch(a, b, x, n, d.rhs, 0, d.batch, p.left_side, p.lower, p.transpose_a, p.unit_diagonal);
+      cpu::parallel_small_batch(d.batch, n, d.rhs, [&](int64_t begin, int64_t end) {
+        cpu::triangular_small_batch(a, b, x, n, d.rhs, begin, end, p.left_side, p.lower, p.transpose_a,
+                                    p.unit_diagonal);
+        return int64_t{-1};
+      });
     return;
   }
   ColMajor op(n, n), sol(rows, cols);

@@ -4,10 +4,14 @@
 /// more than the arithmetic. Same pivot rule as the reference kernel (largest magnitude, first on
 /// ties), so both fail on the same singular matrices, at the same column.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+
+#include "backends/cpu/kernel_threads.hpp"
 
 namespace fluxion::cpu {
 
@@ -90,6 +94,24 @@ template <class T> void solve_small_batch(const T* a, const T* b, T* x, int64_t 
       }
     }
   });
+}
+
+/// Runs `run(begin, end)` over ranges of [0, batch) of n x n matrices with k columns each, on the
+/// pool when the batch is large enough (ranges of ~2^15 multiply-adds, so waking a worker pays).
+/// `run` returns the first failing matrix of its range or -1; the result is the first failing
+/// matrix of the batch or -1, whichever threads ran what (a range stops at its first failure, and
+/// none before the batch's first failure has one).
+template <class F> int64_t parallel_small_batch(int64_t batch, int64_t n, int64_t k, const F& run) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / (n * n * (n + k) + 1));
+  const int threads = batch >= 2 * grain ? kernel_threads() : 1;
+  std::atomic<int64_t> first{-1};
+  parallel_ranges(batch, threads, grain, 1, [&](int64_t begin, int64_t end, int) {
+    const int64_t f = run(begin, end);
+    if (f < 0) return;
+    int64_t seen = first.load(std::memory_order_relaxed);
+    while ((seen < 0 || f < seen) && !first.compare_exchange_weak(seen, f, std::memory_order_relaxed)) {}
+  });
+  return first.load(std::memory_order_relaxed);  // the pool's join orders it before this read
 }
 
 }  // namespace fluxion::cpu
