@@ -110,3 +110,4 @@
 #include "src/codegen_reduce.cpp"
 #include "src/codegen_control.cpp"
 #include "src/codegen_exported.cpp"
+#include "runtime/recycled_array.cpp"
