@@ -59,7 +59,7 @@ TEST_CASE("concurrency: one jit'd function from 8 threads, each reading its last
   // Fused elementwise output, a reduction, a view of the argument and a view of the output: every
   // kind of value the executor hands out, large enough for blocked (and, with threads, parallel)
   // fused loops. A result must never change while its thread holds it.
-  constexpr int64_t n = 1 << 15;
+  constexpr int64_t n = 1 << 17;  // past kParallelElements: fused loops run on every kernel thread
   auto f = fx::jit([](const Tensor& x, const Tensor& k) {
     Tensor y = (x * k + 1.0) * 2.0 - x;
     return std::make_tuple(y, fx::sum(y), fx::reshape(x, {n / 2, 2}), fx::reshape(y, {2, n / 2}));
