@@ -80,10 +80,10 @@ void bind_dynamic_view(const Plan& plan, const Step& step, RunState& s) {
   const Equation& e = *step.eqn;
   const int32_t v = e.outputs[0];
   const std::shared_ptr<Buffer>& bytes = s.values[e.inputs[0].var].array("jit").buffer();
-  std::shared_ptr<ArrayImpl>& impl = s.view_impls[v];
-  if (impl && impl.use_count() == 1) impl->rebind(bytes);
-  else impl = std::make_shared<ArrayImpl>(plan.jaxpr->avals[v], bytes);
-  s.values[v] = Tensor(impl);
+  // The last call's view is reused once no Tensor holds it (RecycledArray::take synchronizes with
+  // the release of the last one); while the caller still holds it, this call's view is a new one.
+  s.values[v] = s.recycled[v]->take(bytes);
+  if (!s.values[v].defined()) s.values[v] = Tensor(std::make_shared<ArrayImpl>(plan.jaxpr->avals[v], bytes));
 }
 
 }  // namespace fluxion::runtime

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/plan.hpp"
+#include "runtime/recycled_array.hpp"
 
 namespace fluxion::runtime {
 
@@ -69,9 +70,9 @@ struct Workspace {
 /// The state of one call of an Executable: a set is taken per concurrent call and reused.
 struct RunState {
   std::vector<Tensor> values;  // by variable: arguments bound, constants, pooled intermediates
-  // By variable, for dynamic views: the ArrayImpl of the last call's view, reused (rebound to the
-  // new bytes) when no Tensor holds it any more, so a view costs no allocation per call.
-  std::vector<std::shared_ptr<ArrayImpl>> view_impls;
+  // By variable, for outputs and dynamic views: the array handed out each call, taken back (with
+  // acquire) once no Tensor holds the last call's, so outputs and views cost no allocation per call.
+  std::vector<RecycledArray::Owner> recycled;
   std::vector<std::shared_ptr<Buffer>> buffers;  // Plan::buffer_bytes, allocated once
   std::vector<Tensor> in, out;                   // kernel argument lists, reserved: no allocation
   std::unique_ptr<Workspace> workspace;          // PlanRunner::make_workspace

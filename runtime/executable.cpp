@@ -38,7 +38,7 @@ std::unique_ptr<runtime::RunState> Executable::acquire() const {
   const runtime::Plan& plan = *plan_;
   auto s = std::make_unique<runtime::RunState>();
   s->values.resize(j.avals.size());
-  s->view_impls.resize(j.avals.size());
+  s->recycled.resize(j.avals.size());
   for (int64_t bytes : plan.buffer_bytes) s->buffers.push_back(std::make_shared<Buffer>(plan.device, bytes));
   for (size_t v = 0; v < j.avals.size(); ++v) {
     switch (plan.kind[v]) {
@@ -47,7 +47,8 @@ std::unique_ptr<runtime::RunState> Executable::acquire() const {
         if (plan.buffer_of[v] >= 0)
           s->values[v] = Tensor(std::make_shared<ArrayImpl>(j.avals[v], s->buffers[plan.buffer_of[v]]));
         break;
-      case runtime::Kind::output: s->values[v] = empty(j.avals[v], plan.device); break;
+      case runtime::Kind::output: s->recycled[v] = runtime::RecycledArray::output(j.avals[v], plan.device); break;
+      case runtime::Kind::dynamic_view: s->recycled[v] = runtime::RecycledArray::view(j.avals[v]); break;
       default: break;
     }
   }
@@ -118,22 +119,22 @@ template <class BindArgs> void Executable::run_bound(const BindArgs& bind_args, 
     const Jaxpr& j;
     const runtime::Plan& plan;
     ~Restore() {
+      // The state keeps no handle on the caller's tensors nor on what it handed out: a view or
+      // output nobody holds goes back to its RecycledArray (and a view lets go of the caller's bytes).
       for (int32_t v : j.invars) st->values[v] = Tensor();
-      for (int32_t v : plan.dynamic_views) {
-        st->values[v] = Tensor();
-        // Drop the caller's bytes unless the view went out as a result (then it is not reused).
-        if (st->view_impls[v] && st->view_impls[v].use_count() == 1) st->view_impls[v]->rebind(nullptr);
-      }
+      for (int32_t v : plan.dynamic_views) st->values[v] = Tensor();
+      for (int32_t v : plan.output_vars) st->values[v] = Tensor();
       st->in.clear();
       st->out.clear();
       self->release(std::move(st));
     }
   } restore{this, state, j, plan};
   bind_args(s);
+  // Last call's output buffers are reused once the caller dropped them (take() acquires what the
+  // release of their last handle published); outputs still held get fresh buffers.
   for (int32_t v : plan.output_vars) {
-    Tensor& t = s.values[v];
-    const auto& array = static_cast<const ArrayImpl&>(*t.impl());
-    if (t.impl().use_count() != 1 || array.buffer().use_count() != 1) t = empty(j.avals[v], plan.device);
+    s.values[v] = s.recycled[v]->take();
+    if (!s.values[v].defined()) s.values[v] = empty(j.avals[v], plan.device);
   }
   runner_->run(plan, s);
   outs.clear();

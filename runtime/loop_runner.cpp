@@ -40,12 +40,10 @@ LoopRunner::~LoopRunner() {
   if (!state_) return;
   RunState& s = *state_;
   const Plan& plan = exe_->plan();
-  // As Executable::run_bound leaves a state: no argument or per-call view held, lists empty.
+  // As Executable::run_bound leaves a state: no argument, per-call view or output held, lists empty.
   for (int32_t v : exe_->jaxpr().invars) s.values[v] = Tensor();
-  for (int32_t v : plan.dynamic_views) {
-    s.values[v] = Tensor();
-    if (s.view_impls[v] && s.view_impls[v].use_count() == 1) s.view_impls[v]->rebind(nullptr);
-  }
+  for (int32_t v : plan.dynamic_views) s.values[v] = Tensor();
+  for (int32_t v : plan.output_vars) s.values[v] = Tensor();
   s.in.clear();
   s.out.clear();
   exe_->release(std::move(state_));

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds everything (library, tests, benchmarks, examples) in build/ (Release) and runs CTest,
 # then the sanitizer build (AddressSanitizer + UBSan at -O0, no benchmarks, no CUDA) in
-# build-asan/ and runs CTest there. Installs missing build dependencies first (scripts/deps.sh).
-#   bash scripts/test.sh            # both builds
+# build-asan/ and runs CTest there, then the concurrency suite under ThreadSanitizer in build-tsan/.
+# Installs missing build dependencies first (scripts/deps.sh).
+#   bash scripts/test.sh            # all three builds
 #   FLUXION_TEST_ASAN=0 bash scripts/test.sh   # skip the sanitizer build
+#   FLUXION_TEST_TSAN=0 bash scripts/test.sh   # skip the ThreadSanitizer build
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 bash scripts/deps.sh || exit 1
@@ -16,6 +18,7 @@ skipped=0
 status=0
 
 # run_suite <name> <build dir> <ctest args...> -- <cmake configure args...>
+# Builds every target, or only those in the array `targets` when it is set.
 run_suite() {
   local name=$1 dir=$2
   shift 2
@@ -30,7 +33,7 @@ run_suite() {
     echo "$name: configure FAILED"
     failed=$((failed + 1)); status=1; return
   fi
-  if ! cmake --build "$dir" -j"$jobs"; then
+  if ! cmake --build "$dir" -j"$jobs" ${targets:+--target "${targets[@]}"}; then
     echo "$name: build FAILED"
     failed=$((failed + 1)); status=1; return
   fi
@@ -68,6 +71,20 @@ if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
   run_suite asan build-asan -E '^(consumer_|repl_|notebooks)' -- -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF \
     -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON
+fi
+if [[ ${FLUXION_TEST_TSAN:-1} != 0 ]]; then
+  # ThreadSanitizer on the concurrency suite (tests/test_concurrency.cpp: 8 threads calling jit'd
+  # functions, eager ops, compiles, the plan cache), run with FLUXION_NUM_THREADS 1 and 2
+  # (tests/CMakeLists.txt): only the library and that suite are built, at -O1 like the sanitizer
+  # build above, the library shared. The first report fails the run; nothing is suppressed.
+  # The CPU kernels run on the project's own thread pool (backends/cpu/thread_pool.cpp), whose
+  # synchronization TSan sees, so a thread count of 2 is checked in full (no OpenMP anywhere).
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  targets=(test_concurrency)
+  run_suite tsan build-tsan -R '^test_concurrency' -- -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+    -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_BUILD_EXAMPLES=OFF -DFLUXION_SANITIZE=thread \
+    -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON
+  unset targets
 fi
 echo "==== total: $((SECONDS - t_start)) s ===="
 echo "tests: $passed passed, $failed failed, $skipped skipped"

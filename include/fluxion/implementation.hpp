@@ -112,3 +112,4 @@
 #include "src/codegen_exported.cpp"
 #include "runtime/loop_runner.cpp"
 #include "backends/cpu/thread_pool.cpp"
+#include "runtime/recycled_array.cpp"
