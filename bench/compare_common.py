@@ -68,16 +68,16 @@ LABELS = {
 F64_WORKLOADS = {"W4", "W8", "W9", "W11", "W13"}  # and W5's logreg case
 
 
-def selected(only=None, quick=False):
-    """[(workload, kind, size)] in catalogue order."""
+def selected(only=None, quick=False, kind=None, size=None):
+    """[(workload, kind, size)] in catalogue order (with `kind` / `size`, only those)."""
     out = []
     for w, cases in WORKLOADS.items():
         if only and w not in only:
             continue
-        for kind, size, q in cases:
-            if quick and not q:
+        for k, s, q in cases:
+            if (quick and not q) or (kind and k != kind) or (size and s != size):
                 continue
-            out.append((w, kind, size))
+            out.append((w, k, s))
     return out
 
 
@@ -90,6 +90,8 @@ def parse_common_args(argv, description, extra=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--only", default="", help="comma-separated workloads, e.g. W1,W7")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--kind", default=None, help="only this kind (grad or fn): with --size, one case")
+    ap.add_argument("--size", default=None, help="only this size, e.g. batch=4096,n=4")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repetition (at least one call)")
     ap.add_argument("--out", default="-")

@@ -238,7 +238,7 @@ def make_conv(kind, v):
 def main(argv):
     args = cc.parse_common_args(argv, __doc__)
     records = []
-    for w, kind, size in cc.selected(args.only, args.quick):
+    for w, kind, size in cc.selected(args.only, args.quick, args.kind, args.size):
         try:
             thunk, leaves = make(w, kind, size)
             first, wall, cpu, out = cc.measure(thunk, block, args.reps, args.min_time)

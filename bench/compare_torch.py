@@ -2,7 +2,8 @@
 """The side-by-side workloads (bench/bench_workloads*.cpp) in PyTorch with torch.func (grad,
 vmap, jacfwd, jacrev, hessian, jvp): eager (impl "torch"), or with --compile each case's call
 wrapped in torch.compile (default mode, impl "torch_compile"; its first call, reported apart,
-includes Dynamo's tracing and Inductor's code generation and C++ compilation). A case whose
+includes Dynamo's tracing and Inductor's code generation and C++ compilation, with Inductor's on-disk
+caches in a fresh folder unless TORCHINDUCTOR_CACHE_DIR is set). A case whose
 compile fails or exceeds --compile-timeout is reported as an error saying why; graph breaks
 (parts Dynamo left to eager PyTorch) are counted in the record. Threads: torch.set_num_threads(--threads).
 
@@ -252,9 +253,13 @@ def compiled(thunk):
 
 
 def brief(e):
-    """The first line of an exception, shortened: the table cell says why a case failed."""
-    line = next((ln for ln in str(e).splitlines() if ln.strip()), "")
-    return f"{type(e).__name__}: {line[:160]}"
+    """Why a case failed, in one line for its table cell: the innermost exception (torch.compile wraps
+    the cause, e.g. a CompileTimeout, in BackendCompilerFailed) and the outer one's type."""
+    root = e
+    while (root.__cause__ or root.__context__) is not None and root is not (root.__cause__ or root.__context__):
+        root = root.__cause__ or root.__context__
+    line = next((ln for ln in str(root).splitlines() if ln.strip()), "")
+    return f"{type(root).__name__}: {line[:160]}" + (f" (in {type(e).__name__})" if root is not e else "")
 
 
 def run_case(args, w, kind, size, impl):
@@ -291,10 +296,19 @@ def run_case(args, w, kind, size, impl):
 def main(argv):
     args = cc.parse_common_args(argv, __doc__, compile_options)
     torch.set_num_threads(args.threads)
+    if args.compile and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        # A cold compile, as Fluxion's and JAX's first calls: Inductor's on-disk caches (graphs and
+        # compiled kernels of earlier runs) go to a fresh folder, removed at exit.
+        import atexit
+        import shutil
+        import tempfile
+        cache = tempfile.mkdtemp(prefix="compare_torch_inductor_")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        atexit.register(shutil.rmtree, cache, True)
     impl = "torch_compile" if args.compile else "torch"
     records = []
     with torch.no_grad():  # torch.func transforms work under no_grad; plain functions then skip the tape
-        for w, kind, size in cc.selected(args.only, args.quick):
+        for w, kind, size in cc.selected(args.only, args.quick, args.kind, args.size):
             try:
                 rec = run_case(args, w, kind, size, impl)
             except Exception as e:
