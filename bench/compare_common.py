@@ -68,25 +68,30 @@ LABELS = {
 F64_WORKLOADS = {"W4", "W8", "W9", "W11", "W13"}  # and W5's logreg case
 
 
-def selected(only=None, quick=False):
-    """[(workload, kind, size)] in catalogue order."""
+def selected(only=None, quick=False, kind=None, size=None):
+    """[(workload, kind, size)] in catalogue order (with `kind` / `size`, only those)."""
     out = []
     for w, cases in WORKLOADS.items():
         if only and w not in only:
             continue
-        for kind, size, q in cases:
-            if quick and not q:
+        for k, s, q in cases:
+            if (quick and not q) or (kind and k != kind) or (size and s != size):
                 continue
-            out.append((w, kind, size))
+            out.append((w, k, s))
     return out
 
 
-def parse_common_args(argv, description):
+def parse_common_args(argv, description, extra=None):
+    """The options every framework script takes; `extra(parser)` adds a script's own."""
     import argparse
     ap = argparse.ArgumentParser(description=description)
+    if extra:
+        extra(ap)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--only", default="", help="comma-separated workloads, e.g. W1,W7")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--kind", default=None, help="only this kind (grad or fn): with --size, one case")
+    ap.add_argument("--size", default=None, help="only this size, e.g. batch=4096,n=4")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per repetition (at least one call)")
     ap.add_argument("--out", default="-")
@@ -370,3 +375,79 @@ def linalg_data(w, n):
     if w == "Wsvd":
         return x / math.sqrt(n)
     return x @ x.T / n + np.eye(n)
+
+
+# ---------------------------------------------------------------- issue 34: W14-W17
+# W14 cross-entropy (bench/bench_workloads_xent.cpp, f32), W15 batched small solves
+# (bench_workloads_batched_solve.cpp, f64), W16 a chain of 200 small operations (bench_workloads_op_chain.cpp,
+# f32), W17 Lennard-Jones energy and forces (bench_workloads_nbody.cpp, f64).
+XENT_VOCAB, SOLVE_SYSTEMS, CHAIN_BLOCKS = 1000, 4096, 25
+WORKLOADS["W14"] = [(k, f"batch={b},dim={d},vocab={XENT_VOCAB}", b == 256)
+                    for (b, d) in ((256, 128), (1024, 512)) for k in ("grad", "fn")]
+WORKLOADS["W15"] = [(k, f"batch={SOLVE_SYSTEMS},n={n}", True) for n in (4, 8) for k in ("grad", "fn")]
+WORKLOADS["W16"] = [(k, f"ops={8 * CHAIN_BLOCKS},n={n}", True) for n in (64, 256) for k in ("grad", "fn")]
+WORKLOADS["W17"] = [(k, f"lj:n={n}", n == 512) for n in (512, 1000) for k in ("grad", "fn")]
+LABELS.update({
+    ("W14", "grad"): "W14 cross-entropy value_and_grad",
+    ("W14", "fn"): "W14 cross-entropy loss",
+    ("W15", "grad"): "W15 vmap(solve) grad",
+    ("W15", "fn"): "W15 vmap(solve)",
+    ("W16", "grad"): "W16 200-op chain grad",
+    ("W16", "fn"): "W16 200-op chain",
+    ("W17", "grad"): "W17 n-body LJ forces",
+    ("W17", "fn"): "W17 n-body LJ energy",
+})
+F64_WORKLOADS |= {"W15", "W17"}
+
+
+def xent_data(batch, dim, vocab=XENT_VOCAB):
+    """(W [dim, vocab], X [batch, dim], labels [batch] int64) as XentData in bench/bench_workloads_xent.cpp
+    (float64 values; the workload rounds them to f32)."""
+    import numpy as np
+    X = normal_values(batch * dim, 14101).reshape(batch, dim)
+    W = normal_values(dim * vocab, 14102, 1.0 / math.sqrt(dim)).reshape(dim, vocab)
+    return W, X, (7 * np.arange(batch) + 3) % vocab
+
+
+def batched_solve_data(batch, n):
+    """(A [batch, n, n] = I + N(0, 0.25 / n), b [batch, n]) in float64, as SolveData in
+    bench/bench_workloads_batched_solve.cpp."""
+    import numpy as np
+    A = normal_values(batch * n * n, 15001, 0.5 / math.sqrt(n)).reshape(batch, n, n) + np.eye(n)
+    return A, normal_values(batch * n, 15002).reshape(batch, n)
+
+
+def op_chain_data(n):
+    """x [n] (float64 values; the workload rounds them to f32), as OpChainData."""
+    return normal_values(n, 16001)
+
+
+def op_chain_loss(x, tanh, sin):
+    """W16: CHAIN_BLOCKS blocks of 8 operations, then sum(x^2), as op_chain_loss in
+    bench/bench_workloads_op_chain.cpp (any array library whose arrays have .mean() and .sum())."""
+    for k in range(CHAIN_BLOCKS):
+        y = tanh(x * (1.0 + 0.01 * k) + 0.02 * k)
+        z = y - y.mean()
+        x = z + 0.1 * sin(z)
+    return (x * x).sum()
+
+
+def nbody_data(n):
+    """Positions [n, 3] in float64 (n a cube), as NbodyData in bench/bench_workloads_nbody.cpp: a cubic
+    lattice of spacing 1.2, row-major in (i, j, k), plus a jitter U(-0.1, 0.1) per coordinate."""
+    import numpy as np
+    side = round(n ** (1.0 / 3.0))
+    assert side ** 3 == n, f"W17: n = {n} is not a cube"
+    p = np.arange(n)
+    cells = np.stack([p // (side * side), (p // side) % side, p % side], axis=1).astype(np.float64)
+    return 1.2 * cells + uniform_values(3 * n, 17001, -0.1, 0.1).reshape(n, 3)
+
+
+def lj_energy(x, eye):
+    """W17: Lennard-Jones energy over all ordered pairs (the identity added to r^2 zeroes the diagonal
+    terms), as lj_energy in bench/bench_workloads_nbody.cpp; eye(n) builds the identity in x's dtype."""
+    d = x[:, None, :] - x[None, :, :]
+    r2 = (d * d).sum(-1) + eye(x.shape[0])
+    inv = 1.0 / r2
+    s = inv * inv * inv
+    return 2.0 * (s * s - s).sum()

@@ -238,7 +238,7 @@ def make_conv(kind, v):
 def main(argv):
     args = cc.parse_common_args(argv, __doc__)
     records = []
-    for w, kind, size in cc.selected(args.only, args.quick):
+    for w, kind, size in cc.selected(args.only, args.quick, args.kind, args.size):
         try:
             thunk, leaves = make(w, kind, size)
             first, wall, cpu, out = cc.measure(thunk, block, args.reps, args.min_time)
@@ -273,6 +273,51 @@ def make(w, kind, size):  # noqa: F811  (extends the catalogue above)
         grad = jax.grad(lambda x: 2.0 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(x)))))
         f = jax.jit(grad if kind == "grad" else jnp.linalg.cholesky)
     return (lambda: f(a)), leaves
+
+
+# ---------------------------------------------------------------- issue 34: W14-W17
+
+_make_before_issue34 = make
+
+
+def xent_loss(W, X, labels):
+    logits = X @ W
+    picked = jnp.take_along_axis(logits, labels[:, None], axis=-1)[:, 0]
+    return jnp.mean(logsumexp(logits, axis=-1) - picked)
+
+
+def solve_all(A, b):
+    return jax.vmap(jnp.linalg.solve)(A, b)
+
+
+def solve_loss(A, b):
+    x = solve_all(A, b)
+    return jnp.sum(x * x)
+
+
+def make(w, kind, size):  # noqa: F811  (extends the catalogue above)
+    if w not in ("W14", "W15", "W16", "W17"):
+        return _make_before_issue34(w, kind, size)
+    _, v = cc.parse_size(size)
+    leaves = jax.tree_util.tree_leaves
+    if w == "W14":
+        W, X, labels = cc.xent_data(v["batch"], v["dim"], v["vocab"])
+        W, X, labels = jnp.asarray(W, f32), jnp.asarray(X, f32), jnp.asarray(labels, jnp.int32)
+        f = jax.jit(jax.value_and_grad(xent_loss) if kind == "grad" else xent_loss)
+        return (lambda: f(W, X, labels)), leaves
+    if w == "W15":
+        A, b = (jnp.asarray(a, f64) for a in cc.batched_solve_data(v["batch"], v["n"]))
+        f = jax.jit(jax.grad(solve_loss, argnums=(0, 1)) if kind == "grad" else solve_all)
+        return (lambda: f(A, b)), leaves
+    if w == "W16":
+        x = jnp.asarray(cc.op_chain_data(v["n"]), f32)
+        loss = lambda x_: cc.op_chain_loss(x_, jnp.tanh, jnp.sin)  # noqa: E731
+        f = jax.jit(jax.grad(loss) if kind == "grad" else loss)
+        return (lambda: f(x)), leaves
+    x = jnp.asarray(cc.nbody_data(v["n"]), f64)
+    energy = lambda x_: cc.lj_energy(x_, lambda n: jnp.eye(n, dtype=f64))  # noqa: E731
+    f = jax.jit(jax.grad(energy) if kind == "grad" else energy)
+    return (lambda: f(x)), leaves
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """The side-by-side workloads (bench/bench_workloads*.cpp) in PyTorch with torch.func (grad,
-vmap, jacfwd, jacrev, hessian, jvp), eager. torch.compile is not used: on the 2-core
-development machine its first compile of these functions takes tens of seconds per case, which
-the suite cannot afford (see bench/RESULTS.md). Threads: torch.set_num_threads(--threads).
+vmap, jacfwd, jacrev, hessian, jvp): eager (impl "torch"), or with --compile each case's call
+wrapped in torch.compile (default mode, impl "torch_compile"; its first call, reported apart,
+includes Dynamo's tracing and Inductor's code generation and C++ compilation, with Inductor's on-disk
+caches in a fresh folder unless TORCHINDUCTOR_CACHE_DIR is set). A case whose
+compile fails or exceeds --compile-timeout is reported as an error saying why; graph breaks
+(parts Dynamo left to eager PyTorch) are counted in the record. Threads: torch.set_num_threads(--threads).
 
   bench/.venv/bin/python bench/compare_torch.py --only W1 --quick --out -
+  bench/.venv/bin/python bench/compare_torch.py --only W14 --quick --compile --out -
 """
 import math
 import os
@@ -230,22 +234,88 @@ def make_conv(kind, v):
     return lambda: f(x, w)
 
 
+def compile_options(ap):
+    ap.add_argument("--compile", action="store_true", help="time torch.compile(case) instead of eager (torch_compile)")
+    ap.add_argument("--compile-timeout", type=int, default=300,
+                    help="seconds a case's first call (its compile) may take before it is reported as an error")
+
+
+class CompileTimeout(Exception):
+    pass
+
+
+def compiled(thunk):
+    """torch.compile of one case's call, with fresh Dynamo caches: every case compiles its own graph
+    (no recompile limit shared between cases made from the same lambda)."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    return torch.compile(thunk)
+
+
+def brief(e):
+    """Why a case failed, in one line for its table cell: the innermost exception (torch.compile wraps
+    the cause, e.g. a CompileTimeout, in BackendCompilerFailed) and the outer one's type."""
+    root = e
+    while (root.__cause__ or root.__context__) is not None and root is not (root.__cause__ or root.__context__):
+        root = root.__cause__ or root.__context__
+    line = next((ln for ln in str(root).splitlines() if ln.strip()), "")
+    return f"{type(root).__name__}: {line[:160]}" + (f" (in {type(e).__name__})" if root is not e else "")
+
+
+def run_case(args, w, kind, size, impl):
+    import signal
+    from torch._dynamo.utils import counters
+    base = dict(workload=w, kind=kind, size=size, impl=impl, threads=args.threads)
+    thunk = make(w, kind, size)
+    if args.compile:
+        thunk = compiled(thunk)
+        counters.clear()
+
+    def on_alarm(signum, frame):
+        raise CompileTimeout(f"first call (compile) took more than {args.compile_timeout} s")
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(args.compile_timeout if args.compile else 0)
+    first_done = []
+    try:
+        def first_guarded():
+            out = thunk()
+            if not first_done:  # the compile is over: the rest of the case runs without the alarm
+                signal.alarm(0)
+                first_done.append(True)
+            return out
+        first, wall, cpu, out = cc.measure(first_guarded, block, args.reps, args.min_time)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    rec = dict(base, first_call_s=first, wall_s=wall, cpu_s=cpu, l1=cc.l1_of([x.numpy() for x in leaves(out)]))
+    if args.compile:
+        rec["graph_breaks"] = sum(counters["graph_break"].values())
+    return rec
+
+
 def main(argv):
-    args = cc.parse_common_args(argv, __doc__)
+    args = cc.parse_common_args(argv, __doc__, compile_options)
     torch.set_num_threads(args.threads)
+    if args.compile and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        # A cold compile, as Fluxion's and JAX's first calls: Inductor's on-disk caches (graphs and
+        # compiled kernels of earlier runs) go to a fresh folder, removed at exit.
+        import atexit
+        import shutil
+        import tempfile
+        cache = tempfile.mkdtemp(prefix="compare_torch_inductor_")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        atexit.register(shutil.rmtree, cache, True)
+    impl = "torch_compile" if args.compile else "torch"
     records = []
     with torch.no_grad():  # torch.func transforms work under no_grad; plain functions then skip the tape
-        for w, kind, size in cc.selected(args.only, args.quick):
+        for w, kind, size in cc.selected(args.only, args.quick, args.kind, args.size):
             try:
-                thunk = make(w, kind, size)
-                first, wall, cpu, out = cc.measure(thunk, block, args.reps, args.min_time)
-                rec = dict(workload=w, kind=kind, size=size, impl="torch", threads=args.threads, first_call_s=first,
-                           wall_s=wall, cpu_s=cpu, l1=cc.l1_of([x.numpy() for x in leaves(out)]))
+                rec = run_case(args, w, kind, size, impl)
             except Exception as e:
-                rec = dict(workload=w, kind=kind, size=size, impl="torch", threads=args.threads,
-                           error=f"{type(e).__name__}: {e}")
-            print(f"torch t={args.threads} {w} {kind} {size}: " +
-                  (f"{rec['wall_s'] * 1e3:.3f} ms" if "wall_s" in rec else rec["error"]), file=sys.stderr, flush=True)
+                rec = dict(workload=w, kind=kind, size=size, impl=impl, threads=args.threads, error=brief(e))
+            note = f" ({rec['graph_breaks']} graph breaks)" if rec.get("graph_breaks") else ""
+            print(f"{impl} t={args.threads} {w} {kind} {size}: " +
+                  (f"{rec['wall_s'] * 1e3:.3f} ms{note}" if "wall_s" in rec else rec["error"]), file=sys.stderr, flush=True)
             records.append(rec)
     cc.write_records(records, args.out)
 
@@ -270,6 +340,46 @@ def make(w, kind, size):  # noqa: F811  (extends the catalogue above)
         g = grad(lambda x: 2.0 * torch.sum(torch.log(torch.diagonal(torch.linalg.cholesky(x)))))
         f = g if kind == "grad" else torch.linalg.cholesky
     return lambda: f(a)
+
+
+# ---------------------------------------------------------------- issue 34: W14-W17
+
+_make_before_issue34 = make
+
+
+def solve_all(A, b):
+    return vmap(torch.linalg.solve)(A, b)
+
+
+def solve_loss(A, b):
+    x = solve_all(A, b)
+    return torch.sum(x * x)
+
+
+def make(w, kind, size):  # noqa: F811  (extends the catalogue above)
+    if w not in ("W14", "W15", "W16", "W17"):
+        return _make_before_issue34(w, kind, size)
+    _, v = cc.parse_size(size)
+    t = torch.as_tensor
+    if w == "W14":
+        W, X, labels = cc.xent_data(v["batch"], v["dim"], v["vocab"])
+        W, X, labels = t(W, dtype=f32), t(X, dtype=f32), t(labels, dtype=torch.int64)
+        loss = lambda W_: torch.nn.functional.cross_entropy(X @ W_, labels)  # noqa: E731
+        f = grad_and_value(loss) if kind == "grad" else loss
+        return lambda: f(W)
+    if w == "W15":
+        A, b = (t(a, dtype=f64) for a in cc.batched_solve_data(v["batch"], v["n"]))
+        f = grad(solve_loss, argnums=(0, 1)) if kind == "grad" else solve_all
+        return lambda: f(A, b)
+    if w == "W16":
+        x = t(cc.op_chain_data(v["n"]), dtype=f32)
+        loss = lambda x_: cc.op_chain_loss(x_, torch.tanh, torch.sin)  # noqa: E731
+        f = grad(loss) if kind == "grad" else loss
+        return lambda: f(x)
+    x = t(cc.nbody_data(v["n"]), dtype=f64)
+    energy = lambda x_: cc.lj_energy(x_, lambda n: torch.eye(n, dtype=f64))  # noqa: E731
+    f = grad(energy) if kind == "grad" else energy
+    return lambda: f(x)
 
 
 if __name__ == "__main__":
