@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include <pthread.h>
+#include <unistd.h>
 
 #include "fluxion/device.hpp"
 
@@ -61,7 +61,14 @@ int spin_from_environment() {
 }
 
 std::atomic<int> g_spin_us{-1};  // -1: not read from the environment yet
-std::atomic<bool> g_forked_child{false};
+// The process that made the pool. A fork()ed child (another pid) has none of its workers. Compared
+// with getpid() (a system call, once per parallel loop) rather than flagged by pthread_atfork:
+// clang-repl cannot resolve pthread_atfork (glibc links it statically from libc_nonshared.a).
+std::atomic<pid_t> g_owner_pid{0};
+bool forked_child() {
+  const pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
+  return owner != 0 && owner != getpid();
+}
 std::atomic<bool> g_pool_gone{false};  // set by the pool's destructor: later loops run serially
 
 int spin_us() {
@@ -93,13 +100,11 @@ inline uint64_t make_state(uint64_t gen, uint64_t next) { return gen << 32 | nex
 
 class ThreadPool {
  public:
-  ThreadPool() {
-    pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true); });
-  }
+  ThreadPool() { g_owner_pid.store(getpid(), std::memory_order_relaxed); }
   ~ThreadPool() {
     g_pool_gone.store(true);
     // A forked child has none of these threads (and may hold copies of locked mutexes): leave them.
-    if (g_forked_child.load()) new std::vector<std::thread>(std::move(workers_));
+    if (forked_child()) new std::vector<std::thread>(std::move(workers_));
     else stop_workers();
   }
 
@@ -241,7 +246,7 @@ ThreadPool& pool() {
 }
 
 /// Whether a loop can use the pool at all from this thread (else it runs serially).
-bool pool_usable() { return !t_in_region && !g_forked_child.load() && !g_pool_gone.load(); }
+bool pool_usable() { return !t_in_region && !g_pool_gone.load() && !forked_child(); }
 
 void run_serially(int64_t n, int64_t grain, ChunkFn fn, void* context) {
   RegionScope region;
