@@ -4,13 +4,13 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <iomanip>
 #include <new>
 #include <sstream>
 
 #include "fluxion/cuda.hpp"
 #include "fluxion/interpreter.hpp"
 #include "fluxion/tensor.hpp"
+#include "fluxion/tensor_format.hpp"
 #include "src/allocator.hpp"
 
 namespace fluxion {
@@ -222,123 +222,14 @@ Tensor eye(int64_t n, DType dtype) {
 }
 
 // ---- printing ----
-namespace tensor_print {
-
-// numpy's style: fixed notation with up to 8 decimals (trailing zeros dropped) unless some
-// magnitude is huge or tiny, then scientific for the whole tensor.
-template <class T> std::string format_element(T v, bool scientific = false) {
-  std::ostringstream os;
-  if constexpr (std::is_same_v<T, bool>) {
-    os << (v ? "True" : "False");
-  } else if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (scientific) {
-      os << std::scientific << std::setprecision(std::is_same_v<T, float> ? 6 : 8) << v;
-      return os.str();
-    }
-    os << std::fixed << std::setprecision(8) << v;
-    std::string s = os.str();
-    while (s.back() == '0') s.pop_back();
-    if (s == "-0.") return "-0.";
-    return s;
-  } else {
-    os << v;
-  }
-  return os.str();
-}
-
-template <class T> bool needs_scientific(const T* data, int64_t n) {
-  if constexpr (std::is_floating_point_v<T>) {
-    for (int64_t i = 0; i < n && i < 4096; ++i) {
-      T a = std::fabs(data[i]);
-      if (std::isfinite(a) && (a >= T(1e16) || (a > 0 && a < T(1e-4)))) return true;
-    }
-  }
-  return false;
-}
-
-// Column layout shared by all elements: numbers are aligned on the decimal point (numpy style).
-struct ElementLayout {
-  size_t int_width = 0;   // characters before the '.' (or of the whole text when there is none)
-  size_t frac_width = 0;  // characters from the '.' on
-};
-
-inline void measure(ElementLayout& l, const std::string& s) {
-  size_t dot = s.find('.');
-  size_t head = dot == std::string::npos ? s.size() : dot;
-  l.int_width = std::max(l.int_width, head);
-  l.frac_width = std::max(l.frac_width, s.size() - head);
-}
-
-inline std::string pad(const ElementLayout& l, const std::string& s) {
-  size_t dot = s.find('.');
-  size_t head = dot == std::string::npos ? s.size() : dot;
-  return std::string(l.int_width - head, ' ') + s + std::string(l.frac_width - (s.size() - head), ' ');
-}
-
-// Prints the sub-array at `offset` of dims [dim, ndim), numpy style, eliding the middle of long
-// axes when the tensor is large.
-template <class T> void print_block(std::ostream& os, const T* data, const std::vector<int64_t>& dims,
-                                    const std::vector<int64_t>& strides, size_t dim, int64_t offset, bool summarize,
-                                    const ElementLayout& layout, bool scientific) {
-  if (dim == dims.size()) {
-    os << pad(layout, format_element(data[offset], scientific));
-    return;
-  }
-  os << '[';
-  int64_t n = dims[dim];
-  constexpr int64_t kEdge = 3;
-  for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdge && i == kEdge) {
-      os << (dim + 1 == dims.size() ? " ..." : "\n" + std::string(dim + 1, ' ') + "...");
-      i = n - kEdge;
-    }
-    if (i > 0) {
-      if (dim + 1 == dims.size()) os << ' ';
-      else os << std::string(dims.size() - dim - 1, '\n') << std::string(dim + 1, ' ');
-    }
-    print_block(os, data, dims, strides, dim + 1, offset + i * strides[dim], summarize, layout, scientific);
-  }
-  os << ']';
-}
-
-}  // namespace tensor_print
-
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  using namespace tensor_print;
   if (!t.defined()) return os << "Tensor(empty)";
   if (t.is_tracer()) {
     const auto& tr = static_cast<const TracerImpl&>(*t.impl());
     return os << "Traced<" << t.aval() << ">with<" << tr.owner()->transform << ">";
   }
   // Device values are printed from a host copy: device memory is never read on the host.
-  Tensor host = t.device().is_cpu() ? t : detail::copy_to_host(t);
-  if (is_half(host.dtype())) {  // f16/bf16 print as their exact f32 values
-    std::vector<float> values = host.to_vector<float>();
-    host = from_vector(values, host.shape());
-  }
-  dispatch_dtype(host.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* data = static_cast<const T*>(host.array().data());
-    const auto& dims = t.shape().dims();
-    int64_t n = t.size();
-    bool summarize = n > 1000;
-    bool scientific = needs_scientific(data, n);
-    ElementLayout layout;
-    for (int64_t i = 0; i < n && i < 4096; ++i) measure(layout, format_element(data[i], scientific));
-    if (n > 4096) measure(layout, format_element(data[n - 1], scientific));
-    if (dims.empty()) {
-      os << format_element(data[0], scientific);
-      return;
-    }
-    if (n == 0) {
-      os << "[]";
-      return;
-    }
-    print_block(os, data, dims, t.shape().strides(), 0, 0, summarize, layout, scientific);
-  });
-  return os;
+  return os << tensor_format::array_text(t.device().is_cpu() ? t : detail::copy_to_host(t));
 }
 
 }  // namespace fluxion

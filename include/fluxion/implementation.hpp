@@ -113,3 +113,4 @@
 #include "runtime/loop_runner.cpp"
 #include "backends/cpu/thread_pool.cpp"
 #include "runtime/recycled_array.cpp"
+#include "src/tensor_format.cpp"
