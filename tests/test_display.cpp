@@ -2,8 +2,11 @@
 // and a Jaxpr. Needs nlohmann/json.hpp; without it the file compiles to a single skipped note.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <vector>
 
 #if __has_include(<nlohmann/json.hpp>)
 #include <fluxion/display.hpp>
@@ -58,20 +61,49 @@ TEST_CASE("display: a small tensor is a full HTML table with its aval as caption
   const std::string html = fx::display::to_html(fx::tensor({{1.0, 0.5}, {-2.0, 1e-9}}));
   CHECK(html.find("<caption style=\"text-align: left\">f64[2,2]</caption>") != std::string::npos);
   CHECK(count(html, "<td>") == 4);
-  CHECK(html.find("<td>0.5</td>") != std::string::npos);
-  CHECK(html.find("<td>1.</td>") != std::string::npos);
-  CHECK(html.find("<td>-2.</td>") != std::string::npos);
-  CHECK(html.find("<td>1.e-09</td>") != std::string::npos);
+  // 1e-9 makes numpy's notation scientific for the whole tensor, with one mantissa precision.
+  CHECK(html.find("<td>1.e+00</td><td>5.e-01</td>") != std::string::npos);
+  CHECK(html.find("<td>-2.e+00</td><td>1.e-09</td>") != std::string::npos);
   CHECK(html.find("truncated") == std::string::npos);
   CHECK(html.find("&hellip;") == std::string::npos);
 }
 
-TEST_CASE("display: booleans, integers and scalars") {
-  CHECK(fx::display::to_html(fx::tensor({1.0, -1.0}) > 0.0).find("<td>True</td><td>False</td>") != std::string::npos);
-  CHECK(fx::display::to_html(fx::arange(3)).find("<td>0</td><td>1</td><td>2</td>") != std::string::npos);
-  const std::string s = fx::display::to_html(fx::scalar(2.0));
-  CHECK(count(s, "<td>") == 1);
-  CHECK(s.find("f64[]") != std::string::npos);
+namespace {
+/// The texts of an HTML table's <td> cells, non-breaking spaces read back as spaces.
+std::vector<std::string> cells(const std::string& html) {
+  std::vector<std::string> out;
+  for (size_t at = html.find("<td>"); at != std::string::npos; at = html.find("<td>", at + 4)) {
+    std::string cell = html.substr(at + 4, html.find("</td>", at) - at - 4);
+    for (size_t nb = cell.find("&nbsp;"); nb != std::string::npos; nb = cell.find("&nbsp;")) cell.replace(nb, 6, " ");
+    out.push_back(cell);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("display: right-aligned cells line up their decimal points, as the printed text does") {
+  const fx::Tensor t = fx::tensor({{1.0, 0.25}, {-10.5, std::nan("")}});
+  const std::string html = fx::display::to_html(t);
+  CHECK(html.find("white-space") == std::string::npos);  // alignment must not depend on CSS Jupyter overrides
+  const std::vector<std::string> texts = cells(html);
+  CHECK(texts == std::vector<std::string>{"1.  ", "0.25", "-10.5 ", "nan"});
+  for (const std::string& cell : texts) {
+    const size_t dot = cell.find('.');
+    if (dot != std::string::npos) CHECK(cell.size() - dot == 3);  // the same distance from the right edge
+    CHECK(to_text(t).find(cell.substr(0, cell.find_last_not_of(' ') + 1)) != std::string::npos);
+  }
+  CHECK(to_text(t) == "[[  1.     0.25]\n [-10.5     nan]]");  // numpy 2.4 str()
+}
+
+TEST_CASE("display: HTML cells use numpy's notation, chosen from the shown elements") {
+  CHECK(cells(fx::display::to_html(fx::tensor({1e-9, 1.5, -2.0}))) ==
+        std::vector<std::string>{"1.0e-09", "1.5e+00", "-2.0e+00"});
+  CHECK(cells(fx::display::to_html(fx::tensor({0.5, -std::numeric_limits<double>::infinity()}))) ==
+        std::vector<std::string>{"0.5", "-inf"});
+  CHECK(cells(fx::display::to_html(fx::astype(fx::tensor({0.1, 2.0}), fx::f32))) ==
+        std::vector<std::string>{"0.1", "2. "});
+  CHECK(cells(fx::display::to_html(fx::tensor({-3, 12}))) == std::vector<std::string>{"-3", "12"});
+  CHECK(cells(fx::display::to_html(fx::scalar(1e-9))) == std::vector<std::string>{"1.e-09"});
 }
 
 TEST_CASE("display: a large tensor is truncated to its first and last rows and columns") {
@@ -122,6 +154,13 @@ TEST_CASE("display: a Jaxpr shows its text, and an SVG graph exactly when dot ex
     CHECK(svg.rfind("<svg", 0) == 0);
     CHECK(svg.find("reduce_sum") != std::string::npos);
   }
+  if (have_dot) {  // fit to the page width: scaled by CSS, aspect ratio kept by the viewBox
+    const std::string svg = bundle["image/svg+xml"];
+    const std::string root = svg.substr(0, svg.find('>'));
+    CHECK(root.find("viewBox=") != std::string::npos);
+    CHECK(root.find("max-width") != std::string::npos);
+    CHECK(root.find("height: auto") != std::string::npos);
+  }
   {
     ScopedEnv no_dot("FLUXION_DOT", "/nonexistent/dot");
     CHECK(fx::display::dot_executable().empty());
@@ -129,6 +168,24 @@ TEST_CASE("display: a Jaxpr shows its text, and an SVG graph exactly when dot ex
     CHECK_FALSE(text_only.contains("image/svg+xml"));
     CHECK(text_only["text/plain"] == to_text(jaxpr));
   }
+}
+
+TEST_CASE("display: SVG drawings fit the page: wide ones take its width, small ones keep their size") {
+  const std::string body = "<g><text>x</text></g></svg>";
+  const std::string wide =
+      fx::display::fit_svg_to_page("<svg width=\"1427pt\" height=\"1011pt\"\n viewBox=\"0 0 1426.89 1011.21\">" + body);
+  CHECK(wide ==
+        "<svg\n viewBox=\"0 0 1426.89 1011.21\" width=\"100%\" style=\"max-width: 1903px; height: auto\">" + body);
+  const std::string small =
+      fx::display::fit_svg_to_page("<svg width=\"307pt\" height=\"467pt\" viewBox=\"0 0 307 467\">" + body);
+  CHECK(small ==
+        "<svg viewBox=\"0 0 307 467\" width=\"307pt\" height=\"467pt\" style=\"max-width: 100%; height: auto\">" +
+            body);
+  // Without a viewBox the drawing could not scale: left as it is.
+  const std::string fixed = "<svg width=\"2000pt\" height=\"10pt\">" + body;
+  CHECK(fx::display::fit_svg_to_page(fixed) == fixed);
+  CHECK(fx::display::svg_length_px("72pt") == doctest::Approx(96));
+  CHECK(fx::display::svg_length_px("50%") == 0);
 }
 
 #else

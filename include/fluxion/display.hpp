@@ -1,10 +1,12 @@
 /// Rich display in C++ notebooks (xeus-cling, xeus-cpp): mime_bundle_repr overloads, found by ADL.
 ///
 /// Not included by fluxion.hpp: it needs nlohmann/json.hpp (which every xeus kernel ships), so a
-/// notebook includes it explicitly after fluxion.hpp. A Tensor shows as an HTML table (large ones
-/// truncated to their first and last rows and columns); a Jaxpr as its text plus an SVG drawing of
-/// its dataflow graph when Graphviz `dot` is on PATH (FLUXION_DOT names another binary; text only
-/// without it). Everything here is inline: it works with the library linked or header-only.
+/// notebook includes it explicitly after fluxion.hpp. A Tensor shows as an HTML table whose cells
+/// hold the text operator<< prints (fluxion/tensor_format.hpp: one notation and width, so the
+/// right-aligned cells line up their decimal points; large ones truncated to their first and last
+/// rows and columns); a Jaxpr as its text plus an SVG drawing of its dataflow graph, scaled down to
+/// the page width when wider, when Graphviz `dot` is on PATH (FLUXION_DOT names another binary;
+/// text only without it). Everything here is inline: it works with the library linked or header-only.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include "fluxion/jaxpr.hpp"
 #include "fluxion/primitive.hpp"
 #include "fluxion/tensor.hpp"
+#include "fluxion/tensor_format.hpp"
 
 namespace fluxion {
 namespace display {
@@ -60,35 +63,6 @@ template <class T> std::string plain_text(const T& value) {
 }
 
 namespace detail {
-/// One element as numpy prints it: True/False, integers as is, floats with up to 8 decimals and
-/// trailing zeros dropped ("1.", "0.84147098"), scientific outside [1e-4, 1e8).
-template <class T> std::string format_element(T v) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return v ? "True" : "False";
-  } else if constexpr (std::is_integral_v<T>) {
-    return std::to_string(v);
-  } else if constexpr (is_half_storage_v<T>) {
-    return format_element(v.to_float());
-  } else {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    const double a = std::fabs(static_cast<double>(v));
-    char buf[64];
-    if (a != 0 && (a < 1e-4 || a >= 1e8)) {
-      std::snprintf(buf, sizeof buf, "%.8e", static_cast<double>(v));
-      std::string s = buf;
-      const size_t e = s.find('e');
-      std::string mantissa = s.substr(0, e), exponent = s.substr(e);
-      while (!mantissa.empty() && mantissa.back() == '0') mantissa.pop_back();
-      return mantissa + exponent;
-    }
-    std::snprintf(buf, sizeof buf, "%.8f", static_cast<double>(v));
-    std::string s = buf;
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    return s;
-  }
-}
-
 /// Indices shown along an axis of length n: all of them, or the first and last `edge` with -1
 /// marking the ellipsis between.
 inline std::vector<int64_t> shown_indices(int64_t n, int64_t max, int64_t edge) {
@@ -100,6 +74,18 @@ inline std::vector<int64_t> shown_indices(int64_t n, int64_t max, int64_t edge) 
   for (int64_t i = 0; i < edge; ++i) out.push_back(i);
   out.push_back(-1);
   for (int64_t i = n - edge; i < n; ++i) out.push_back(i);
+  return out;
+}
+
+/// One table cell's text: `padded` (numpy's text of the element, as wide as every other shown
+/// element) without its leading spaces, which right alignment replaces, and with its trailing ones
+/// as non-breaking spaces, which HTML keeps: so right-aligned cells line up their decimal points.
+inline std::string cell_text(const std::string& padded) {
+  const size_t begin = padded.find_first_not_of(' ');
+  if (begin == std::string::npos) return "";
+  const size_t end = padded.find_last_not_of(' ') + 1;
+  std::string out = html_escape(padded.substr(begin, end - begin));
+  for (size_t k = end; k < padded.size(); ++k) out += "&nbsp;";
   return out;
 }
 
@@ -142,21 +128,24 @@ inline std::string to_html(const Tensor& t, const TableLimits& limits = {}) {
     for (int64_t j : shown_cols) os << "<th>" << (j < 0 ? "&hellip;" : std::to_string(j)) << "</th>";
     os << "</tr></thead>";
   }
+  // The shown elements are formatted together, as numpy formats what it prints: one notation and width.
+  std::vector<int64_t> flat;
+  for (int64_t i : shown_rows)
+    for (int64_t j : shown_cols)
+      if (i >= 0 && j >= 0) flat.push_back(i * cols + j);
+  const std::vector<std::string> texts = tensor_format::format_elements(c, flat, shape.size() == 0);
+  size_t next = 0;
   os << "<tbody>";
-  dispatch_storage_dtype(c.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* data = c.data<T>();
-    for (int64_t i : shown_rows) {
-      os << "<tr>";
-      if (labels) os << "<th>" << (i < 0 ? "&vellip;" : html_escape(detail::row_label(i, shape))) << "</th>";
-      for (int64_t j : shown_cols) {
-        if (i < 0) os << "<td>" << (j < 0 ? "&#8945;" : "&vellip;") << "</td>";
-        else if (j < 0) os << "<td>&hellip;</td>";
-        else os << "<td>" << html_escape(detail::format_element(data[i * cols + j])) << "</td>";
-      }
-      os << "</tr>";
+  for (int64_t i : shown_rows) {
+    os << "<tr>";
+    if (labels) os << "<th>" << (i < 0 ? "&vellip;" : html_escape(detail::row_label(i, shape))) << "</th>";
+    for (int64_t j : shown_cols) {
+      if (i < 0) os << "<td>" << (j < 0 ? "&#8945;" : "&vellip;") << "</td>";
+      else if (j < 0) os << "<td>&hellip;</td>";
+      else os << "<td>" << detail::cell_text(texts[next++]) << "</td>";
     }
-  });
+    os << "</tr>";
+  }
   os << "</tbody></table></div>";
   return os.str();
 }
@@ -247,6 +236,56 @@ inline std::string dot_executable() {
   return "";
 }
 
+/// The CSS pixels of an SVG length such as "307pt", "120px" or "96"; 0 when it is not one.
+inline double svg_length_px(const std::string& length) {
+  char* end = nullptr;
+  const double value = std::strtod(length.c_str(), &end);
+  const std::string unit = end ? std::string(end) : "";
+  if (unit == "pt") return value * 96.0 / 72.0;
+  if (unit == "px" || unit.empty()) return value;
+  if (unit == "in") return value * 96.0;
+  return 0;
+}
+
+/// Widest drawing (CSS pixels) kept at its natural size in every viewer: about a notebook's
+/// narrowest output column. Wider drawings are sized relative to the page instead.
+constexpr double kNaturalWidthLimitPx = 800;
+
+/// `svg` (a document whose root <svg> has width, height and viewBox attributes, as dot writes)
+/// made to fit the page width. Inline in a page, `max-width: 100%; height: auto` shrinks it with its
+/// aspect ratio (viewBox) kept; shown as an <img> (JupyterLab, nbconvert with extracted outputs),
+/// only the root's own width counts, so a drawing wider than kNaturalWidthLimitPx gets width="100%"
+/// (the page's width) and no height, capped by max-width at its natural width. Smaller drawings keep
+/// their natural size, never blown up to the page width. Vector text stays sharp at any scale.
+inline std::string fit_svg_to_page(const std::string& svg) {
+  const size_t root = svg.find("<svg");
+  const size_t root_end = root == std::string::npos ? root : svg.find('>', root);
+  if (root_end == std::string::npos) return svg;
+  std::string tag = svg.substr(root, root_end - root);
+  if (tag.find("viewBox=") == std::string::npos) return svg;  // without it the drawing cannot scale
+  // The value of attribute `name` in `tag`, removing the attribute; empty when absent.
+  auto take = [&tag](const std::string& name) {
+    const size_t at = tag.find(" " + name + "=\"");
+    if (at == std::string::npos) return std::string();
+    const size_t begin = at + name.size() + 3, end = tag.find('"', begin);
+    if (end == std::string::npos) return std::string();
+    std::string value = tag.substr(begin, end - begin);
+    tag.erase(at, end + 1 - at);
+    return value;
+  };
+  const std::string width = take("width"), height = take("height");
+  const double natural = svg_length_px(width);
+  if (natural <= 0 || tag.find(" style=") != std::string::npos) return svg;
+  char style[128];
+  if (natural > kNaturalWidthLimitPx) {
+    std::snprintf(style, sizeof style, " width=\"100%%\" style=\"max-width: %.0fpx; height: auto\"", natural);
+  } else {
+    std::snprintf(style, sizeof style, " width=\"%s\" height=\"%s\" style=\"max-width: 100%%; height: auto\"",
+                  width.c_str(), height.c_str());
+  }
+  return svg.substr(0, root) + tag + style + svg.substr(root_end);
+}
+
 /// `dot_source` rendered by `dot -Tsvg`; nullopt without dot or when it fails.
 inline std::optional<std::string> render_svg(const std::string& dot_source) {
   const std::string dot = dot_executable();
@@ -282,11 +321,11 @@ inline nlohmann::json mime_bundle_repr(const Tensor& t) {
 }
 
 /// Jupyter display of a Jaxpr: "text/plain" (what operator<< prints) and, when Graphviz `dot` is
-/// available, "image/svg+xml" (its dataflow graph).
+/// available, "image/svg+xml" (its dataflow graph, fit to the page width).
 inline nlohmann::json mime_bundle_repr(const Jaxpr& j) {
   nlohmann::json bundle;
   bundle["text/plain"] = display::plain_text(j);
-  if (auto svg = display::render_svg(display::to_dot(j))) bundle["image/svg+xml"] = *svg;
+  if (auto svg = display::render_svg(display::to_dot(j))) bundle["image/svg+xml"] = display::fit_svg_to_page(*svg);
   return bundle;
 }
 
