@@ -2,6 +2,7 @@
 // and a Jaxpr. Needs nlohmann/json.hpp; without it the file compiles to a single skipped note.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -41,6 +42,18 @@ class ScopedEnv {
   std::string old_;
   bool had_ = false;
 };
+
+/// The texts of an HTML table's <td> cells, non-breaking spaces read back as spaces.
+std::vector<std::string> cells(const std::string& html) {
+  std::vector<std::string> out;
+  for (size_t at = html.find("<td"); at != std::string::npos; at = html.find("<td", at + 3)) {
+    const size_t begin = html.find('>', at) + 1;
+    std::string cell = html.substr(begin, html.find("</td>", at) - begin);
+    for (size_t nb = cell.find("&nbsp;"); nb != std::string::npos; nb = cell.find("&nbsp;")) cell.replace(nb, 6, " ");
+    out.push_back(cell);
+  }
+  return out;
+}
 }  // namespace
 
 TEST_CASE("display: HTML escaping covers the five special characters") {
@@ -60,31 +73,18 @@ TEST_CASE("display: a tensor's plain text is what operator<< prints") {
 TEST_CASE("display: a small tensor is a full HTML table with its aval as caption") {
   const std::string html = fx::display::to_html(fx::tensor({{1.0, 0.5}, {-2.0, 1e-9}}));
   CHECK(html.find("<caption style=\"text-align: left\">f64[2,2]</caption>") != std::string::npos);
-  CHECK(count(html, "<td>") == 4);
+  CHECK(count(html, "<td") == 4);
   // 1e-9 makes numpy's notation scientific for the whole tensor, with one mantissa precision.
-  CHECK(html.find("<td>1.e+00</td><td>5.e-01</td>") != std::string::npos);
-  CHECK(html.find("<td>-2.e+00</td><td>1.e-09</td>") != std::string::npos);
+  CHECK(cells(html) == std::vector<std::string>{"1.e+00", "5.e-01", "-2.e+00", "1.e-09"});
   CHECK(html.find("truncated") == std::string::npos);
   CHECK(html.find("&hellip;") == std::string::npos);
 }
 
-namespace {
-/// The texts of an HTML table's <td> cells, non-breaking spaces read back as spaces.
-std::vector<std::string> cells(const std::string& html) {
-  std::vector<std::string> out;
-  for (size_t at = html.find("<td>"); at != std::string::npos; at = html.find("<td>", at + 4)) {
-    std::string cell = html.substr(at + 4, html.find("</td>", at) - at - 4);
-    for (size_t nb = cell.find("&nbsp;"); nb != std::string::npos; nb = cell.find("&nbsp;")) cell.replace(nb, 6, " ");
-    out.push_back(cell);
-  }
-  return out;
-}
-}  // namespace
-
 TEST_CASE("display: right-aligned cells line up their decimal points, as the printed text does") {
   const fx::Tensor t = fx::tensor({{1.0, 0.25}, {-10.5, std::nan("")}});
   const std::string html = fx::display::to_html(t);
-  CHECK(html.find("white-space") == std::string::npos);  // alignment must not depend on CSS Jupyter overrides
+  // Padding is kept by non-breaking spaces (Jupyter's CSS collapses spaces in cells); nowrap keeps numbers whole.
+  CHECK(html.find("<td style=\"white-space: nowrap\">1.&nbsp;&nbsp;</td>") != std::string::npos);
   const std::vector<std::string> texts = cells(html);
   CHECK(texts == std::vector<std::string>{"1.  ", "0.25", "-10.5 ", "nan"});
   for (const std::string& cell : texts) {
@@ -111,20 +111,35 @@ TEST_CASE("display: a large tensor is truncated to its first and last rows and c
   CHECK(html.find("i32[100,50] (truncated)") != std::string::npos);
   // 5 + 1 + 5 shown rows, each with 5 + 1 + 5 cells.
   CHECK(count(html, "<tr>") == 1 + 11);
-  CHECK(count(html, "<td>") == 11 * 11);
-  CHECK(html.find("<td>0</td>") != std::string::npos);
-  CHECK(html.find("<td>4999</td>") != std::string::npos);  // the last element
-  CHECK(html.find("<td>2500</td>") == std::string::npos);  // row 50 is elided
+  CHECK(count(html, "<td") == 11 * 11);
+  const std::vector<std::string> texts = cells(html);
+  CHECK(texts.front() == "0");
+  CHECK(texts.back() == "4999");                                        // the last element
+  CHECK(std::find(texts.begin(), texts.end(), "2500") == texts.end());  // row 50 is elided
   CHECK(html.find("<th>[99,:]</th>") != std::string::npos);
   CHECK(html.find("&vellip;") != std::string::npos);
   CHECK(html.find("&hellip;") != std::string::npos);
+}
+
+TEST_CASE("display: wide numbers show fewer columns, so that the table fits a notebook's width") {
+  // exp(0) .. exp(14.4): scientific (the largest is over 1000 times the smallest), 14 characters.
+  const fx::Tensor h = fx::exp(fx::reshape(fx::arange(17 * 17, fx::f64), {17, 17}) / 20.0);
+  const std::string html = fx::display::to_html(h);
+  CHECK(html.find("f64[17,17] (truncated)") != std::string::npos);
+  CHECK(count(html, "<th>") == 1 + 7 + 17);  // corner, 3 + 1 + 3 column headers, 17 row headers
+  CHECK(cells(html).front() == "1.00000000e+00");
+  // Narrow numbers keep the 5 + 1 + 5 columns; a wider budget keeps them for wide ones too.
+  CHECK(count(fx::display::to_html(fx::reshape(fx::arange(17 * 17), {17, 17})), "<th>") == 1 + 11 + 17);
+  fx::display::TableLimits wide;
+  wide.max_width_chars = 1000;
+  CHECK(count(fx::display::to_html(h, wide), "<th>") == 1 + 11 + 17);
 }
 
 TEST_CASE("display: rank-3 rows are labelled with their index prefix") {
   const std::string html = fx::display::to_html(fx::zeros({2, 3, 4}));
   CHECK(html.find("<th>[0,0,:]</th>") != std::string::npos);
   CHECK(html.find("<th>[1,2,:]</th>") != std::string::npos);
-  CHECK(count(html, "<td>") == 2 * 3 * 4);
+  CHECK(count(html, "<td") == 2 * 3 * 4);
 }
 
 TEST_CASE("display: tracers show their text, never their values") {

@@ -8,6 +8,7 @@
 /// the page width when wider, when Graphviz `dot` is on PATH (FLUXION_DOT names another binary;
 /// text only without it). Everything here is inline: it works with the library linked or header-only.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,11 +32,14 @@ namespace fluxion {
 namespace display {
 
 /// How much of a tensor the HTML table shows: `edge` leading and trailing rows (columns) of any
-/// axis longer than `max_rows` (`max_cols`), with an ellipsis between them.
+/// axis longer than `max_rows` (`max_cols`), with an ellipsis between them; and fewer columns (down
+/// to 2 + 2) when the shown ones would be wider than `max_width_chars` characters (a notebook's
+/// output column: about 140 characters of JupyterLab's 12px table font in a 1200-pixel window).
 struct TableLimits {
   int64_t max_rows = 20;
   int64_t max_cols = 12;
   int64_t edge = 5;
+  int64_t max_width_chars = 130;
 };
 
 /// `text` with &, <, >, " and ' replaced by HTML entities.
@@ -117,23 +121,34 @@ inline std::string to_html(const Tensor& t, const TableLimits& limits = {}) {
   const Shape& shape = c.shape();
   const int64_t cols = shape.size() == 0 ? 1 : shape[static_cast<int64_t>(shape.size()) - 1];
   const int64_t rows = cols == 0 ? 0 : c.size() / cols;
-  const bool truncated = rows > limits.max_rows || cols > limits.max_cols;
+  const std::vector<int64_t> shown_rows = detail::shown_indices(rows, limits.max_rows, limits.edge);
+  // The shown elements are formatted together, as numpy formats what it prints: one notation and width.
+  std::vector<int64_t> shown_cols;
+  std::vector<std::string> texts;
+  for (int64_t edge = limits.edge;; --edge) {
+    shown_cols = detail::shown_indices(cols, edge == limits.edge ? limits.max_cols : 2 * edge, edge);
+    std::vector<int64_t> flat;
+    for (int64_t i : shown_rows)
+      for (int64_t j : shown_cols)
+        if (i >= 0 && j >= 0) flat.push_back(i * cols + j);
+    texts = tensor_format::format_elements(c, flat, shape.size() == 0);
+    // Each cell is its text plus about two characters of padding.
+    const size_t cell_chars = (texts.empty() ? 1 : texts[0].size()) + 2;
+    if (edge <= 2 || static_cast<int64_t>(cell_chars * shown_cols.size()) <= limits.max_width_chars) break;
+  }
+  auto elides = [](const std::vector<int64_t>& shown) { return std::count(shown.begin(), shown.end(), -1) > 0; };
+  const bool truncated = elides(shown_rows) || elides(shown_cols);
   os << "<table style=\"font-family: monospace; text-align: right\"><caption style=\"text-align: left\">"
      << html_escape(plain_text(c.aval())) << (truncated ? " (truncated)" : "") << "</caption>";
-  const std::vector<int64_t> shown_cols = detail::shown_indices(cols, limits.max_cols, limits.edge);
-  const std::vector<int64_t> shown_rows = detail::shown_indices(rows, limits.max_rows, limits.edge);
   const bool labels = shape.size() >= 2;
   if (shape.size() >= 1) {
     os << "<thead><tr>" << (labels ? "<th></th>" : "");
     for (int64_t j : shown_cols) os << "<th>" << (j < 0 ? "&hellip;" : std::to_string(j)) << "</th>";
     os << "</tr></thead>";
   }
-  // The shown elements are formatted together, as numpy formats what it prints: one notation and width.
-  std::vector<int64_t> flat;
-  for (int64_t i : shown_rows)
-    for (int64_t j : shown_cols)
-      if (i >= 0 && j >= 0) flat.push_back(i * cols + j);
-  const std::vector<std::string> texts = tensor_format::format_elements(c, flat, shape.size() == 0);
+  // Cells never break inside a number ("1.5e-03" would break at its '-'): Jupyter's CSS gives
+  // table cells `white-space: normal`, which only a style on the cell itself overrides.
+  const char* cell = "<td style=\"white-space: nowrap\">";
   size_t next = 0;
   os << "<tbody>";
   for (int64_t i : shown_rows) {
@@ -142,7 +157,7 @@ inline std::string to_html(const Tensor& t, const TableLimits& limits = {}) {
     for (int64_t j : shown_cols) {
       if (i < 0) os << "<td>" << (j < 0 ? "&#8945;" : "&vellip;") << "</td>";
       else if (j < 0) os << "<td>&hellip;</td>";
-      else os << "<td>" << detail::cell_text(texts[next++]) << "</td>";
+      else os << cell << detail::cell_text(texts[next++]) << "</td>";
     }
     os << "</tr>";
   }
