@@ -15,6 +15,7 @@ For every notebook (notebooks/*.ipynb unless named), with no cell executed:
      at least MIN_IMAGES[notebook] images.
 
   render_check.py [--root REPO] [--out DIR] [notebook.ipynb ...]
+  render_check.py --self-test [--out DIR]     the checks catch broken pages (synthetic notebooks)
 
 Exit status: 0 every notebook passed, 1 a failure (each is named), 77 Chromium or nbconvert is
 missing (Debian: apt-get install chromium jupyter-nbconvert). Python 3 standard library only.
@@ -276,7 +277,7 @@ def probe_page(chromium, page, profile):
 
 # ---- one notebook ----
 
-def check_notebook(path, out_dir, nbconvert, chromium, profile):
+def check_notebook(path, out_dir, nbconvert, chromium, profile, template="fluxion_lab"):
     """Renders one notebook; returns (problems, screenshot path)."""
     name = os.path.splitext(os.path.basename(path))[0]
     problems = []
@@ -285,7 +286,7 @@ def check_notebook(path, out_dir, nbconvert, chromium, profile):
     page_dir = os.path.join(out_dir, name)
     os.makedirs(page_dir, exist_ok=True)
     result = subprocess.run([nbconvert, "--to", "html", f"--TemplateExporter.extra_template_basedirs={TEMPLATES}",
-                             "--template", "fluxion_lab", "--output-dir", page_dir, "--output", name, path],
+                             "--template", template, "--output-dir", page_dir, "--output", name, path],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     page = os.path.join(page_dir, name + ".html")
     if result.returncode != 0 or not os.path.isfile(page):
@@ -347,11 +348,79 @@ def check_notebook(path, out_dir, nbconvert, chromium, profile):
     return problems, shot
 
 
+# ---- self-test: the checks fail when they should ----
+
+def write_png(path, width, height, pixel):
+    """An RGB PNG whose pixel (x, y) is pixel(x, y), a 3-byte value (unfiltered rows)."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+    raw = b"".join(b"\0" + b"".join(pixel(x, y) for x in range(width)) for y in range(height))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def self_test(nbconvert, chromium, out_dir, profile):
+    """Checks a notebook that must pass and variants that must fail; returns the failed expectations."""
+    work = os.path.join(out_dir, "self-test")
+    os.makedirs(work, exist_ok=True)
+    gradient = os.path.join(work, "gradient.png")
+    write_png(gradient, 64, 32, lambda x, y: bytes((4 * x, 8 * y, 128)))
+    with open(gradient, "rb") as f:
+        png = base64.b64encode(f.read()).decode()
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="300pt" height="100pt" viewBox="0 0 300 100" '
+           'style="max-width: 100%; height: auto"><rect width="300" height="100" fill="teal"/></svg>')
+
+    def code(outputs, tags=()):
+        return {"cell_type": "code", "execution_count": 1, "metadata": {"tags": list(tags)},
+                "source": "f(x);", "outputs": outputs}
+
+    def stream(text):
+        return {"output_type": "stream", "name": "stdout", "text": text}
+
+    def image(mime, data):
+        return {"output_type": "display_data", "metadata": {}, "data": {mime: data, "text/plain": "<image>"}}
+
+    error = {"output_type": "error", "ename": "fluxion::ShapeError", "evalue": "error: shapes differ",
+             "traceback": ["error: shapes differ"]}
+    good = [code([stream("[1. 2.]\n")]), code([image("image/svg+xml", svg)]), code([image("image/png", png)]),
+            code([error], tags=["raises-exception"])]
+    cases = {  # name: (cells, template, the problems expected, as regular expressions)
+        "good": (good, "fluxion_lab", []),
+        "error-text": (good + [code([stream("cell.cpp:3:1: error: use of undeclared identifier 'y'\n")]),
+                               code([error])], "fluxion_lab", [r"cell 5 .*error text", r"cell 6 .*error text"]),
+        "broken-image": ([code([image("image/svg+xml", "<svg xmlns='http://www.w3.org/2000/svg'><g></svg")])],
+                         "fluxion_lab", [r"output image 1 did not load"]),
+        "too-wide": ([code([image("image/svg+xml", svg.replace(' style="max-width: 100%; height: auto"', "")
+                                  .replace("300pt", "1500pt"))])], "fluxion_lab", [r"wider than the page"]),
+        "inline-svg-stripped": (good, "lab", [r"image/svg\+xml output of cell 2 is not an image"]),
+    }
+    failures = []
+    for name, (cells, template, expected) in cases.items():
+        path = os.path.join(work, name + ".ipynb")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, f)
+        problems, _ = check_notebook(path, work, nbconvert, chromium, profile, template)
+        for pattern in expected:
+            if not any(re.search(pattern, p) for p in problems):
+                failures.append(f"self-test {name}: expected a problem matching {pattern!r}, got {problems}")
+        unexpected = [p for p in problems if not any(re.search(pattern, p) for pattern in expected)]
+        if unexpected:
+            failures.append(f"self-test {name}: unexpected problems {unexpected}")
+    blank = os.path.join(work, "blank.png")
+    write_png(blank, 40, 30, lambda x, y: b"\xff\xff\xff")
+    if distinct_colours(blank) != 1 or distinct_colours(gradient) < MIN_COLOURS:
+        failures.append("self-test: distinct_colours misreads a blank or a gradient PNG")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=os.path.normpath(os.path.join(HERE, "..", "..")))
     parser.add_argument("--out", default=os.path.abspath("render_check"),
                         help="where the pages and screenshots go (default ./render_check)")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check that the checks fail on broken pages (synthetic notebooks), then exit")
     parser.add_argument("notebooks", nargs="*")
     args = parser.parse_args()
     notebooks = args.notebooks or sorted(
@@ -364,6 +433,13 @@ def main():
               "(Debian: apt-get install chromium jupyter-nbconvert)")
         return 77
     os.makedirs(args.out, exist_ok=True)
+    if args.self_test:
+        with tempfile.TemporaryDirectory(prefix="fluxion-chromium-") as profile:
+            failures = self_test(nbconvert, chromium, os.path.abspath(args.out), profile)
+        for failure in failures:
+            print(failure)
+        print(f"render_check self-test: {'FAILED' if failures else 'ok'}")
+        return 1 if failures else 0
     failed = 0
     with tempfile.TemporaryDirectory(prefix="fluxion-chromium-") as profile:
         for path in notebooks:
