@@ -302,8 +302,9 @@ def check_notebook(path, out_dir, nbconvert, chromium, profile, template="fluxio
         text = "".join(cell["text"])
         m = ERROR_TEXT.search(text)
         if m:
-            line = next(l for l in text[m.start():].splitlines() + [""] if l.strip()) if text[m.start()] == "\n" else \
-                text[text.rfind("\n", 0, m.start()) + 1:].splitlines()[0]
+            at = m.end() - 1  # inside the matched text (the match may start at the preceding newline)
+            end = text.find("\n", at)
+            line = text[text.rfind("\n", 0, at) + 1:end if end >= 0 else len(text)]
             problems.append(f"cell {number} of the page shows error text: {line.strip()[:300]!r}")
 
     # Every stored image is an image of the page, with the same bytes.
