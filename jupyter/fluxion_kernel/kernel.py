@@ -7,8 +7,8 @@ execute reply (C++ exceptions and compile errors become Jupyter errors; the sess
 reaches the host; a cell that has not returned INTERRUPT_GRACE seconds later is ended by restarting the host,
 which the cell's error says.
 
-Settings: $FLUXION_KERNEL_CONFIG names a JSON file {"host": ..., "flags": ..., "pch": ...} (written by the CMake
-build, jupyter/CMakeLists.txt); "pch" is optional.
+Settings: $FLUXION_KERNEL_CONFIG names a JSON file {"host": ..., "flags": ...} (written by the CMake build,
+jupyter/CMakeLists.txt); an optional "args" list adds interpreter flags.
 """
 import codecs
 import json
@@ -45,9 +45,7 @@ class Host:
         cells_r, self.cells_w = os.pipe()
         control_r, control_w = os.pipe()
         args = [config["host"], "--cells", str(cells_r), "--control", str(control_w), "--flags", config["flags"]]
-        pch = config.get("pch")
-        if pch and os.path.exists(pch):
-            args += ["-include-pch", pch]
+        args += config.get("args", [])
         self.proc = subprocess.Popen(args, pass_fds=(cells_r, control_w), cwd=cwd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         os.close(cells_r)

@@ -245,6 +245,7 @@ int main(int argc, char** argv) {
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  llvm::InitializeNativeTargetAsmParser();  // inline assembly (Eigen has some)
   std::vector<const char*> argv_clang;
   for (const std::string& f : flags) argv_clang.push_back(f.c_str());
   clang::IncrementalCompilerBuilder builder;
