@@ -119,6 +119,7 @@ class Host:
                 for msg in self._messages():
                     if msg["type"] == "display":
                         on_display(msg["data"])
+                        os.write(self.cells_w, b"A")  # the host waits for it: later output cannot overtake
                     else:
                         return msg
         finally:

@@ -10,7 +10,7 @@
 ///   {"type":"reply","status":"ok"}
 ///   {"type":"reply","status":"error","ename":"fluxion::ShapeError","evalue":"what()"}
 ///   {"type":"reply","status":"error","ename":"CompileError","evalue":"diagnostics"}
-/// and {"type":"ready"} once, after start-up. What the cells print goes to fds 1 and 2 as it is printed (stdout is
+/// and {"type":"ready"} once, after start-up. After a display message the host waits for one byte on fd --cells. What the cells print goes to fds 1 and 2 as it is printed (stdout is
 /// line buffered); the host flushes both before each control message, so a reader that drains fds 1 and 2 before
 /// handling a control message keeps the order in which things were printed and displayed.
 ///
@@ -48,6 +48,7 @@
 namespace fluxion_kernel_host {
 
 int control_fd = -1;
+int cells_fd = -1;
 volatile std::sig_atomic_t interrupted = 0;
 
 /// Writes all of `data` to `fd`, retrying after signals; false when the reader is gone.
@@ -210,7 +211,6 @@ std::string run_cell(clang::Interpreter& interp, CellDiagnostics& diags, const s
 void on_sigint(int) { interrupted = 1; }
 
 int main(int argc, char** argv) {
-  int cells_fd = -1;
   std::string flags_file;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
@@ -291,7 +291,11 @@ int main(int argc, char** argv) {
 int main(int argc, char** argv) { return fluxion_kernel_host::main(argc, argv); }
 
 /// Called by the kernel's <xcpp/xdisplay.hpp> (xcpp::display): publishes a mime bundle (a JSON object) as the
-/// cell's display_data, after what the cell printed before it.
+/// cell's display_data. Waits for the kernel's acknowledgement (one byte on the cells pipe): by then the kernel has
+/// forwarded everything the cell printed before, and nothing printed after can overtake the display.
 extern "C" __attribute__((visibility("default"))) void fluxion_kernel_display(const char* json, size_t size) {
-  fluxion_kernel_host::send_control("{\"type\":\"display\",\"data\":" + std::string(json, size) + "}");
+  using namespace fluxion_kernel_host;
+  send_control("{\"type\":\"display\",\"data\":" + std::string(json, size) + "}");
+  char ack;
+  if (!read_all(cells_fd, &ack, 1)) std::_Exit(0);
 }
