@@ -5,7 +5,7 @@ a cell tagged `raises-exception` must show an error and no other cell may, strea
 an SVG drawing stored in a cell must be produced too when Graphviz `dot` is installed. Numbers in the text match
 within a relative tolerance (--rtol), so that the last digits of a float may differ between engines.
 
-  run_with_kernel.py --jupyter-path BUILD/jupyter/share/jupyter [--kernel fluxion-cpp17] notebook.ipynb ...
+  run_with_kernel.py --jupyter-path BUILD/jupyter/share/jupyter [--kernel fluxion-cpp17] [--keep DIR] notebook.ipynb ...
 
 Exit status: 0 passed, 1 a difference (notebook, cell and first differing output are named), 77 a dependency is
 missing (nbconvert, or the kernel was not built: the reason is printed). Needs nbconvert's Python (Debian's
@@ -58,6 +58,29 @@ def has_svg(outputs):
     return any("image/svg+xml" in o.get("data", {}) for o in outputs if o.get("output_type") == "display_data")
 
 
+def cell_seconds(cell):
+    """How long the kernel took on a cell (nbclient records execute_input and execute_reply times); None if unknown."""
+    times = cell.get("metadata", {}).get("execution", {})
+    start, end = times.get("iopub.execute_input"), times.get("shell.execute_reply")
+    if not start or not end:
+        return None
+    from datetime import datetime
+    parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def timing_summary(produced_nb):
+    secs = [cell_seconds(c) for c in produced_nb["cells"] if c.get("cell_type") == "code"]
+    if not secs or None in secs:
+        return ""
+    rest = sorted(secs[1:])
+    if not rest:
+        return f"(first cell {secs[0]:.1f} s)"
+    slowest = secs.index(max(secs[1:]), 1) + 1
+    return (f"(first cell {secs[0]:.1f} s; other cells median {rest[len(rest) // 2]:.2f} s, "
+            f"slowest {max(rest):.1f} s: cell {slowest})")
+
+
 def check_notebook(path, produced_nb, rtol):
     """Problems (strings) of one executed notebook against the stored one."""
     with open(path) as f:
@@ -97,6 +120,7 @@ def main():
     ap.add_argument("--nbconvert", default="/usr/bin/jupyter-nbconvert")
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--timeout", type=int, default=600, help="seconds one cell may take")
+    ap.add_argument("--keep", help="a folder to keep the executed notebooks in (default: deleted)")
     args = ap.parse_args()
 
     spec = os.path.join(args.jupyter_path, "kernels", args.kernel, "kernel.json")
@@ -116,7 +140,8 @@ def main():
     env = dict(os.environ, JUPYTER_PATH=os.path.abspath(args.jupyter_path))
     failures = []
     for path in map(os.path.abspath, args.notebooks):
-        work = tempfile.mkdtemp(prefix="fluxion-nbk-")
+        work = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="fluxion-nbk-")
+        os.makedirs(work, exist_ok=True)
         try:
             t0 = time.time()
             run = subprocess.run([args.nbconvert, "--execute", "--to", "notebook", "--output-dir", work,
@@ -130,11 +155,14 @@ def main():
                                 + run.stderr[-6000:])
                 continue
             with open(out) as f:
-                problems = check_notebook(path, json.load(f), args.rtol)
-            print(f"  {os.path.basename(path):32} {'FAILED' if problems else 'passed'} {wall:6.1f} s", flush=True)
+                produced = json.load(f)
+            problems = check_notebook(path, produced, args.rtol)
+            print(f"  {os.path.basename(path):32} {'FAILED' if problems else 'passed'} {wall:6.1f} s "
+                  + timing_summary(produced), flush=True)
             failures += problems
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
     for f in failures:
         print("FAIL " + f)
     print("notebooks (jupyter): " + (f"{len(failures)} failure(s)" if failures else "passed"))
