@@ -26,18 +26,22 @@
 #include <cxxabi.h>
 #include <exception>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <typeinfo>
 #include <unistd.h>
 #include <vector>
 
+#include "clang/AST/Type.h"
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/FileManager.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Interpreter/Interpreter.h"
+#include "clang/Interpreter/Value.h"
 #include "clang/Lex/DirectoryLookup.h"
 #include "clang/Lex/HeaderSearch.h"
 #include "clang/Lex/Preprocessor.h"
@@ -91,6 +95,15 @@ void send_control(const std::string& json) {
   if (!write_all(control_fd, reinterpret_cast<const char*>(header), 4) ||
       !write_all(control_fd, json.data(), json.size()))
     std::_Exit(0);  // the kernel is gone: nothing is left to report to
+}
+
+/// Publishes a mime bundle (a JSON object) as display_data, then waits for the kernel's acknowledgement (one byte on
+/// the cells pipe): by then the kernel has forwarded everything printed before, and nothing printed after can
+/// overtake the display.
+void send_display(const std::string& bundle) {
+  send_control("{\"type\":\"display\",\"data\":" + bundle + "}");
+  char ack;
+  if (!read_all(cells_fd, &ack, 1)) std::_Exit(0);
 }
 
 /// `text` as a JSON string literal (bytes >= 0x80 pass through: the text is UTF-8).
@@ -173,6 +186,21 @@ std::string apply_pragmas(clang::Interpreter& interp, const std::string& cell, s
   return out;
 }
 
+/// The text/plain display of a cell's last expression when it is a number or bool ("(int) 5"), as xeus-cpp shows
+/// it; empty for other values (objects are shown with xcpp::display).
+std::string scalar_text(const clang::Value& value) {
+  if (!value.hasValue()) return "";
+  const clang::QualType type = value.getType();
+  std::ostringstream os;
+  os << "(" << type.getAsString() << ") ";
+  if (type->isBooleanType()) os << (value.convertTo<bool>() ? "true" : "false");
+  else if (type->isSignedIntegerType()) os << value.convertTo<long long>();
+  else if (type->isUnsignedIntegerType()) os << value.convertTo<unsigned long long>();
+  else if (type->isFloatingType()) os << std::setprecision(17) << value.convertTo<double>();
+  else return "";
+  return os.str();
+}
+
 /// Diagnostics of the current cell, collected so that an error reply can carry them.
 struct CellDiagnostics {
   std::string text;
@@ -188,11 +216,14 @@ std::string run_cell(clang::Interpreter& interp, CellDiagnostics& diags, const s
   interrupted = 0;
   std::string reply;
   try {
-    if (llvm::Error err = interp.ParseAndExecute(code)) {
+    clang::Value value;  // the last expression's value when the cell ends without `;` (never printed by clang)
+    if (llvm::Error err = interp.ParseAndExecute(code, &value)) {
       const std::string message = llvm::toString(std::move(err));
       diags.stream.flush();
       reply = error_reply("CompileError", diags.text.empty() ? message : diags.text);
       diags.text.clear();
+    } else if (const std::string text = scalar_text(value); !text.empty()) {
+      send_display("{\"text/plain\":" + json_string(text) + "}");
     }
   } catch (const std::exception& e) { reply = error_reply(demangle(typeid(e).name()), e.what()); } catch (...) {
     const std::type_info* type = abi::__cxa_current_exception_type();
@@ -291,11 +322,7 @@ int main(int argc, char** argv) {
 int main(int argc, char** argv) { return fluxion_kernel_host::main(argc, argv); }
 
 /// Called by the kernel's <xcpp/xdisplay.hpp> (xcpp::display): publishes a mime bundle (a JSON object) as the
-/// cell's display_data. Waits for the kernel's acknowledgement (one byte on the cells pipe): by then the kernel has
-/// forwarded everything the cell printed before, and nothing printed after can overtake the display.
+/// cell's display_data.
 extern "C" __attribute__((visibility("default"))) void fluxion_kernel_display(const char* json, size_t size) {
-  using namespace fluxion_kernel_host;
-  send_control("{\"type\":\"display\",\"data\":" + std::string(json, size) + "}");
-  char ack;
-  if (!read_all(cells_fd, &ack, 1)) std::_Exit(0);
+  fluxion_kernel_host::send_display(std::string(json, size));
 }
