@@ -5,7 +5,8 @@
 
 Each check runs cells in one kernel and looks at the messages: a C++ exception becomes an error and the session goes
 on; a compile error likewise; stdout arrives while the cell runs; xcpp::display publishes a mime bundle; restart
-gives a fresh session; interrupt ends a busy cell; the first cell prints nothing but what it is asked to. Exit status
+gives a fresh session; interrupt ends a busy cell; a crashing cell restarts the session and says so; the first cell
+prints nothing but what it is asked to. Exit status
 0 passed, 1 a check failed (named), 77 a dependency is missing (the reason is printed).
 """
 import argparse
@@ -145,6 +146,16 @@ def main():
         check("fluxion-tensor" in bundle.get("text/html", "") and bundle.get("text/plain") == "[1. 2.]",
               "the tensor's mime bundle (text/html table and text/plain)", r)
         check(r.outputs[3][2]["data"] == {"text/plain": "42"}, "a type without mime_bundle_repr shows its text", r)
+        r = Run(client, "int five = 5;\nfive * 2")
+        check([c["data"] for _, k, c in r.outputs] == [{"text/plain": "(int) 10"}],
+              "a number as the last expression (no ';') is shown", r)
+
+    def crash():
+        r = Run(client, "int* nowhere = nullptr;\n*nowhere = 1;")
+        check(r.reply["status"] == "error" and r.reply["ename"] == "KernelRestarted" and "signal 11" in r.reply["evalue"],
+              "a crashing cell says the session was restarted", r)
+        r = Run(client, "int after_crash = 1;")
+        check(r.reply["status"] == "ok", "cells run after the crash", r)
 
     def interrupt():
         r_holder = {}
@@ -176,7 +187,8 @@ def main():
     try:
         for name, fn in [("first cell", first_cell), ("exception, then the next cell", exception_then_next_cell),
                          ("compile error", compile_error), ("stdout streams", streaming),
-                         ("display bundles", display), ("interrupt", interrupt), ("restart", restart)]:
+                         ("display bundles", display), ("interrupt", interrupt), ("crash", crash),
+                         ("restart", restart)]:
             case(name, fn)
     finally:
         client.stop_channels()
