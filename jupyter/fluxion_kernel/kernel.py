@@ -7,8 +7,11 @@ execute reply (C++ exceptions and compile errors become Jupyter errors; the sess
 reaches the host; a cell that has not returned INTERRUPT_GRACE seconds later is ended by restarting the host,
 which the cell's error says.
 
-Settings: $FLUXION_KERNEL_CONFIG names a JSON file {"host": ..., "flags": ...} (written by the CMake build,
-jupyter/CMakeLists.txt); an optional "args" list adds interpreter flags.
+The host parses the usual first-cell headers ("preload") while the notebook opens: the kernel does not wait for
+that to answer Jupyter's requests, only the first cell waits for it.
+
+Settings: $FLUXION_KERNEL_CONFIG names a JSON file {"host": ..., "flags": ..., "preload": ...} (written by the CMake
+build, jupyter/CMakeLists.txt); an optional "args" list adds interpreter flags.
 """
 import codecs
 import json
@@ -45,6 +48,8 @@ class Host:
         cells_r, self.cells_w = os.pipe()
         control_r, control_w = os.pipe()
         args = [config["host"], "--cells", str(cells_r), "--control", str(control_w), "--flags", config["flags"]]
+        if config.get("preload"):
+            args += ["--preload", config["preload"]]
         args += config.get("args", [])
         self.proc = subprocess.Popen(args, pass_fds=(cells_r, control_w), cwd=cwd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -176,14 +181,31 @@ class FluxionKernel(Kernel):
         self._start_host()
 
     def _start_host(self):
-        """Starts a host and waits for it to be ready; on failure, start_error says why (shown by the next cell)."""
+        """Starts a host; the next cell waits until it is ready (_wait_ready)."""
         self.host = Host(self.settings, os.getcwd())
+        self.host_ready = False
+        self.start_error = None
+
+    def _wait_ready(self):
+        """Waits for the host's start-up (and preload); start_error says why it failed. What the host printed while
+        starting goes to the current cell."""
+        if self.host_ready:
+            return
         startup = []
         try:
-            msg = self.host.wait(lambda name, text: startup.append(text), lambda data: None)
-            self.start_error = None if msg and msg.get("type") == "ready" else f"unexpected start-up message {msg}"
+            msg = self.host.wait(lambda name, text: startup.append((name, text)), self._display)
         except HostDied as e:
-            self.start_error = f"the C++ host did not start (exit status {e.args[0]}): {''.join(startup).strip()}"
+            text = "".join(t for _, t in startup).strip()
+            self.start_error = f"the C++ host did not start (exit status {e.args[0]}): {text}"
+            return
+        for name, text in startup:
+            self._stream(name, text)
+        self.host_ready = True
+        if msg.get("type") != "ready":
+            self.start_error = f"unexpected start-up message {msg}"
+        elif msg.get("status") == "error":
+            self._stream("stderr", f"The kernel could not preload {self.settings.get('preload')}: "
+                                   f"{msg.get('ename')}: {msg.get('evalue')}\n")
 
     # ------------------------------------------------------------------ outputs
 
@@ -205,16 +227,17 @@ class FluxionKernel(Kernel):
     def _restart_host(self, why):
         self.host.stop()
         self._start_host()
-        return why + ("" if self.start_error is None else f"; restarting failed too: {self.start_error}")
+        return why
 
     # ------------------------------------------------------------------ requests
 
     def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False):
         self._silent = silent
-        if self.start_error is not None:
+        if self.start_error is not None:  # the last start failed: try again
             self._restart_host("")
-            if self.start_error is not None:
-                return self._error("KernelError", self.start_error)
+        self._wait_ready()
+        if self.start_error is not None:
+            return self._error("KernelError", self.start_error)
         if not code.strip():
             return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
         reply = None

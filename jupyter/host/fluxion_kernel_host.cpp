@@ -1,7 +1,7 @@
 /// The C++ side of Fluxion's Jupyter kernel (jupyter/fluxion_kernel): one clang::Interpreter session that runs the
 /// notebook's cells in order.
 ///
-///   fluxion_kernel_host --cells FD --control FD --flags FILE [clang flags ...]
+///   fluxion_kernel_host --cells FD --control FD --flags FILE [--preload HEADER] [clang flags ...]
 ///
 /// Cells arrive on fd --cells as a 4-byte little-endian length followed by the UTF-8 source. For each cell the host
 /// writes, on fd --control, zero or more display messages and then one reply, each a 4-byte length followed by a
@@ -10,7 +10,9 @@
 ///   {"type":"reply","status":"ok"}
 ///   {"type":"reply","status":"error","ename":"fluxion::ShapeError","evalue":"what()"}
 ///   {"type":"reply","status":"error","ename":"CompileError","evalue":"diagnostics"}
-/// and {"type":"ready"} once, after start-up. After a display message the host waits for one byte on fd --cells. What the cells print goes to fds 1 and 2 as it is printed (stdout is
+/// and {"type":"ready"} once, after start-up: after HEADER (the headers a notebook's first cell includes) has been
+/// parsed, so that the kernel parses them while the notebook is being opened and the first cell finds them done.
+/// A problem with HEADER is {"type":"ready","status":"error",...} and the session goes on without it. After a display message the host waits for one byte on fd --cells. What the cells print goes to fds 1 and 2 as it is printed (stdout is
 /// line buffered); the host flushes both before each control message, so a reader that drains fds 1 and 2 before
 /// handling a control message keeps the order in which things were printed and displayed.
 ///
@@ -242,17 +244,19 @@ std::string run_cell(clang::Interpreter& interp, CellDiagnostics& diags, const s
 void on_sigint(int) { interrupted = 1; }
 
 int main(int argc, char** argv) {
-  std::string flags_file;
+  std::string flags_file, preload;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--cells" && i + 1 < argc) cells_fd = std::atoi(argv[++i]);
     else if (a == "--control" && i + 1 < argc) control_fd = std::atoi(argv[++i]);
     else if (a == "--flags" && i + 1 < argc) flags_file = argv[++i];
+    else if (a == "--preload" && i + 1 < argc) preload = argv[++i];
     else args.push_back(a);
   }
   if (cells_fd < 0 || control_fd < 0 || flags_file.empty()) {
-    std::fprintf(stderr, "usage: %s --cells FD --control FD --flags FILE [clang flags ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --cells FD --control FD --flags FILE [--preload HEADER] [clang flags ...]\n",
+                 argv[0]);
     return 2;
   }
   std::vector<std::string> flags;
@@ -302,7 +306,12 @@ int main(int argc, char** argv) {
   diags.stream.flush();
   if (!diags.text.empty()) std::cerr << diags.text;
   diags.text.clear();
-  send_control("{\"type\":\"ready\"}");
+  std::string ready = "{\"type\":\"ready\"}";
+  if (!preload.empty()) {
+    ready = run_cell(**interp, diags, "#include " + json_string(preload) + "\n");  // a JSON string is a C++ one here
+    ready.replace(ready.find("\"reply\""), 7, "\"ready\"");
+  }
+  send_control(ready);
 
   for (;;) {
     char header[4];
