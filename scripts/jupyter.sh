@@ -18,4 +18,5 @@ if [[ ! -f $spec/kernel.json ]]; then
 fi
 /usr/bin/jupyter kernelspec install --user --replace --name fluxion-cpp17 "$spec"
 echo "jupyter.sh: installed the kernel \"C++17 (Fluxion)\" (fluxion-cpp17). Try:"
-echo "  cd notebooks && jupyter nbconvert --execute --to notebook --ExecutePreprocessor.kernel_name=fluxion-cpp17 01-tour.ipynb"
+echo "  jupyter nbconvert --execute --to html --ExecutePreprocessor.kernel_name=fluxion-cpp17 --output-dir /tmp \\"
+echo "    notebooks/01-tour.ipynb"
