@@ -123,7 +123,7 @@ class Host:
                 self.pending += chunk
                 for msg in self._messages():
                     if msg["type"] == "display":
-                        on_display(msg["data"])
+                        on_display(msg["data"], msg.get("result", False))
                         os.write(self.cells_w, b"A")  # the host waits for it: later output cannot overtake
                     else:
                         return msg
@@ -213,8 +213,14 @@ class FluxionKernel(Kernel):
         if not self._silent:
             self.send_response(self.iopub_socket, "stream", {"name": name, "text": text})
 
-    def _display(self, data):
-        if not self._silent:
+    def _display(self, data, is_result=False):
+        """display_data, or execute_result for the value of the cell's last expression (shown as Out[n])."""
+        if self._silent:
+            return
+        if is_result:
+            self.send_response(self.iopub_socket, "execute_result",
+                               {"data": data, "metadata": {}, "execution_count": self.execution_count})
+        else:
             self.send_response(self.iopub_socket, "display_data", {"data": data, "metadata": {}})
 
     def _error(self, ename, evalue):

@@ -6,7 +6,7 @@
 /// Cells arrive on fd --cells as a 4-byte little-endian length followed by the UTF-8 source. For each cell the host
 /// writes, on fd --control, zero or more display messages and then one reply, each a 4-byte length followed by a
 /// JSON object:
-///   {"type":"display","data":{mime bundle}}
+///   {"type":"display","result":false,"data":{mime bundle}}   (result: the value of the cell's last expression)
 ///   {"type":"reply","status":"ok"}
 ///   {"type":"reply","status":"error","ename":"fluxion::ShapeError","evalue":"what()"}
 ///   {"type":"reply","status":"error","ename":"CompileError","evalue":"diagnostics"}
@@ -37,6 +37,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/PrettyPrinter.h"
 #include "clang/AST/Type.h"
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/FileManager.h"
@@ -102,8 +104,9 @@ void send_control(const std::string& json) {
 /// Publishes a mime bundle (a JSON object) as display_data, then waits for the kernel's acknowledgement (one byte on
 /// the cells pipe): by then the kernel has forwarded everything printed before, and nothing printed after can
 /// overtake the display.
-void send_display(const std::string& bundle) {
-  send_control("{\"type\":\"display\",\"data\":" + bundle + "}");
+void send_display(const std::string& bundle, bool is_result = false) {
+  send_control("{\"type\":\"display\",\"result\":" + std::string(is_result ? "true" : "false") + ",\"data\":" + bundle +
+               "}");
   char ack;
   if (!read_all(cells_fd, &ack, 1)) std::_Exit(0);
 }
@@ -203,6 +206,23 @@ std::string scalar_text(const clang::Value& value) {
   return os.str();
 }
 
+/// For a cell whose last expression (no `;`) is an object: a cell that shows it as the cell's result, as xeus-cpp
+/// does (its mime_bundle_repr: a tensor's HTML table, a Jaxpr's drawing); empty for other values. The object lives
+/// in `value` until the cell's reply.
+std::string object_display_cell(const clang::Value& value, const clang::ASTContext& context) {
+  if (!value.hasValue()) return "";
+  const clang::QualType object = value.getType().getNonReferenceType();  // `t` is a Tensor&, at the variable's address
+  if (!object->isRecordType() || value.getPtr() == nullptr) return "";
+  clang::PrintingPolicy policy(context.getLangOpts());
+  policy.FullyQualifiedName = true;
+  policy.SuppressTagKeyword = true;
+  const std::string type = object.getCanonicalType().getUnqualifiedType().getAsString(policy);
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", value.getPtr());
+  return "xcpp::detail::display_result(*static_cast<const " + type + "*>(reinterpret_cast<const void*>(" + address +
+         ")));";
+}
+
 /// Diagnostics of the current cell, collected so that an error reply can carry them.
 struct CellDiagnostics {
   std::string text;
@@ -225,13 +245,17 @@ std::string run_cell(clang::Interpreter& interp, CellDiagnostics& diags, const s
       reply = error_reply("CompileError", diags.text.empty() ? message : diags.text);
       diags.text.clear();
     } else if (const std::string text = scalar_text(value); !text.empty()) {
-      send_display("{\"text/plain\":" + json_string(text) + "}");
+      send_display("{\"text/plain\":" + json_string(text) + "}", /*is_result=*/true);
+    } else if (const std::string show = object_display_cell(value, interp.getASTContext()); !show.empty()) {
+      // Types xcpp::display cannot show (a lambda, no <xcpp/xdisplay.hpp> yet) are left unshown, silently.
+      llvm::consumeError(interp.ParseAndExecute(show));
+      diags.stream.flush();
+      diags.text.clear();
     }
   } catch (const std::exception& e) { reply = error_reply(demangle(typeid(e).name()), e.what()); } catch (...) {
     const std::type_info* type = abi::__cxa_current_exception_type();
     reply = error_reply(type ? demangle(type->name()) : "unknown exception",
-                        "a C++ exception not derived from "
-                        "std::exception");
+                        "a C++ exception not derived from std::exception");
   }
   diags.stream.flush();
   if (!diags.text.empty()) {  // warnings of a cell that ran
@@ -334,4 +358,9 @@ int main(int argc, char** argv) { return fluxion_kernel_host::main(argc, argv); 
 /// cell's display_data.
 extern "C" __attribute__((visibility("default"))) void fluxion_kernel_display(const char* json, size_t size) {
   fluxion_kernel_host::send_display(std::string(json, size));
+}
+
+/// The same as the cell's result (execute_result, Out[n]): the value of a last expression without ';'.
+extern "C" __attribute__((visibility("default"))) void fluxion_kernel_display_result(const char* json, size_t size) {
+  fluxion_kernel_host::send_display(std::string(json, size), /*is_result=*/true);
 }

@@ -38,7 +38,7 @@ class Run:
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind = msg["msg_type"]
-            if kind in ("stream", "display_data", "error"):
+            if kind in ("stream", "display_data", "execute_result", "error"):
                 self.outputs.append((time.monotonic(), kind, msg["content"]))
                 if on_output:
                     on_output(self)
@@ -147,8 +147,14 @@ def main():
               "the tensor's mime bundle (text/html table and text/plain)", r)
         check(r.outputs[3][2]["data"] == {"text/plain": "42"}, "a type without mime_bundle_repr shows its text", r)
         r = Run(client, "int five = 5;\nfive * 2")
-        check([c["data"] for _, k, c in r.outputs] == [{"text/plain": "(int) 10"}],
-              "a number as the last expression (no ';') is shown", r)
+        check([(k, c["data"]) for _, k, c in r.outputs] == [("execute_result", {"text/plain": "(int) 10"})],
+              "a number as the last expression (no ';') is the cell's result", r)
+        r = Run(client, "auto shown = fx::tensor({3.0, 4.0});\nshown")
+        check([k for _, k, _ in r.outputs] == ["execute_result"] and
+              "fluxion-tensor" in r.outputs[0][2]["data"].get("text/html", ""),
+              "a tensor as the last expression is the cell's result, as an HTML table", r)
+        r = Run(client, "[](int v) { return v; }")
+        check(r.reply["status"] == "ok" and not r.outputs, "a value xcpp::display cannot show is left unshown", r)
 
     def crash():
         r = Run(client, "int* nowhere = nullptr;\n*nowhere = 1;")

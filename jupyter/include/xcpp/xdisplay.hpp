@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 extern "C" void fluxion_kernel_display(const char* json, std::size_t size);
+extern "C" void fluxion_kernel_display_result(const char* json, std::size_t size);
 
 namespace xcpp {
 namespace detail {
@@ -30,27 +31,34 @@ template <class T>
 struct is_printable<T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
     : std::true_type {};
 
-inline void publish(const nlohmann::json& bundle) {
+inline void publish(const nlohmann::json& bundle, bool is_result) {
   std::cout.flush();
   const std::string text = bundle.dump();
-  fluxion_kernel_display(text.data(), text.size());
+  if (is_result) fluxion_kernel_display_result(text.data(), text.size());
+  else fluxion_kernel_display(text.data(), text.size());
 }
-}  // namespace detail
 
-/// Displays `value` in the notebook (see the file comment).
-template <class T> void display(const T& value) {
-  if constexpr (detail::has_mime_bundle_repr<T>::value) {
-    detail::publish(mime_bundle_repr(value));
+/// The mime bundle of `value`: mime_bundle_repr(value), else its operator<< text.
+template <class T> nlohmann::json bundle_of(const T& value) {
+  if constexpr (has_mime_bundle_repr<T>::value) {
+    return mime_bundle_repr(value);
   } else {
-    static_assert(detail::is_printable<T>::value,
+    static_assert(is_printable<T>::value,
                   "xcpp::display(value): the type has neither a mime_bundle_repr(const T&) overload (found by "
                   "argument-dependent lookup) nor operator<<; define one of them");
     std::ostringstream os;
     os << value;
     nlohmann::json bundle;
     bundle["text/plain"] = os.str();
-    detail::publish(bundle);
+    return bundle;
   }
 }
+
+/// Shows `value` as the cell's result (Out[n]): what the kernel runs for a cell ending in an expression without ';'.
+template <class T> void display_result(const T& value) { publish(bundle_of(value), /*is_result=*/true); }
+}  // namespace detail
+
+/// Displays `value` in the notebook (see the file comment).
+template <class T> void display(const T& value) { detail::publish(detail::bundle_of(value), /*is_result=*/false); }
 
 }  // namespace xcpp
