@@ -241,7 +241,11 @@ class FluxionKernel(Kernel):
         self._silent = silent
         if self.start_error is not None:  # the last start failed: try again
             self._restart_host("")
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except KeyboardInterrupt:
+            return self._error("Interrupted", self._restart_host("interrupted while the C++ session was starting; "
+                                                                 "a new one is starting"))
         if self.start_error is not None:
             return self._error("KernelError", self.start_error)
         if not code.strip():

@@ -12,13 +12,15 @@
 ///   {"type":"reply","status":"error","ename":"CompileError","evalue":"diagnostics"}
 /// and {"type":"ready"} once, after start-up: after HEADER (the headers a notebook's first cell includes) has been
 /// parsed, so that the kernel parses them while the notebook is being opened and the first cell finds them done.
-/// A problem with HEADER is {"type":"ready","status":"error",...} and the session goes on without it. After a display message the host waits for one byte on fd --cells. What the cells print goes to fds 1 and 2 as it is printed (stdout is
-/// line buffered); the host flushes both before each control message, so a reader that drains fds 1 and 2 before
-/// handling a control message keeps the order in which things were printed and displayed.
+/// A problem with HEADER is {"type":"ready","status":"error",...} and the session goes on without it. After a
+/// display message the host waits for one byte on fd --cells.
+/// What the cells print goes to fds 1 and 2 as it is printed (stdout is line buffered); the host flushes both before
+/// each control message, so a reader that drains fds 1 and 2 before handling a control message keeps the order in
+/// which things were printed and displayed.
 ///
-/// The interpreter gets the flags file's lines (the flags the precompiled header was built with, one per line)
-/// followed by the extra arguments. The Fluxion library is linked into this executable (whole archive, symbols
-/// exported), so cells resolve its symbols from the process instead of compiling the implementation.
+/// The interpreter gets the flags file's lines (one flag per line: the library's target flags, definitions and
+/// include paths) followed by the extra arguments. The Fluxion library is linked into this executable (whole
+/// archive, symbols exported), so cells resolve its symbols from the process instead of compiling the implementation.
 #include <cerrno>
 #include <csignal>
 #include <cstdint>

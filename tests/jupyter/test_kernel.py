@@ -100,7 +100,8 @@ def main():
         r = Run(client, FIRST_CELL.format(root=args.root))
         check(r.reply["status"] == "ok", "the first cell failed", r)
         check(not r.outputs, "the first cell printed something (warnings or noise)", r)
-        print(f"    first cell, sent as soon as the kernel answered (it waits for the preload): {time.monotonic() - t0:.1f} s")
+        print(f"    first cell, sent as soon as the kernel answered (it waits for the preload): "
+              f"{time.monotonic() - t0:.1f} s")
 
     def exception_then_next_cell():
         r = Run(client, "auto a = fx::tensor({1.0, 2.0});")
@@ -158,7 +159,8 @@ def main():
 
     def crash():
         r = Run(client, "int* nowhere = nullptr;\n*nowhere = 1;")
-        check(r.reply["status"] == "error" and r.reply["ename"] == "KernelRestarted" and "signal 11" in r.reply["evalue"],
+        check(r.reply["status"] == "error" and r.reply["ename"] == "KernelRestarted"
+              and "signal 11" in r.reply["evalue"],
               "a crashing cell says the session was restarted", r)
         r = Run(client, "int after_crash = 1;")
         check(r.reply["status"] == "ok", "cells run after the crash", r)
