@@ -57,6 +57,7 @@ class Host:
         os.close(control_w)
         self.control = control_r
         self.pending = b""
+        self.closed = set()  # the host's stdout/stderr once they reached their end
         for fd in (self.proc.stdout.fileno(), self.proc.stderr.fileno(), self.control):
             os.set_blocking(fd, False)
         self.decoders = {name: codecs.getincrementaldecoder("utf-8")("replace") for name in ("stdout", "stderr")}
@@ -77,6 +78,7 @@ class Host:
                 except BlockingIOError:
                     break
                 if not chunk:
+                    self.closed.add(pipe.fileno())  # the host closed it (or ended): stop watching it
                     break
                 text = self.decoders[name].decode(chunk)
                 if text:
@@ -97,8 +99,8 @@ class Host:
         """Runs until the host's next reply (or ready) message and returns it; streams and displays on the way.
         None when the deadline passed first. Raises HostDied when the host ends."""
         sel = selectors.DefaultSelector()
-        fds = [self.proc.stdout.fileno(), self.proc.stderr.fileno(), self.control]
-        for fd in fds:
+        watched = {self.proc.stdout.fileno(), self.proc.stderr.fileno(), self.control} - self.closed
+        for fd in watched:
             sel.register(fd, selectors.EVENT_READ)
         try:
             while True:
@@ -108,9 +110,10 @@ class Host:
                     return None
                 control_ready = any(key.fd == self.control for key, _ in events)
                 self._drain(on_stream)
+                for fd in self.closed & watched:
+                    sel.unregister(fd)
+                    watched.discard(fd)
                 if not control_ready:
-                    if not self.alive() and not self._readable_left(sel):
-                        raise HostDied(self.proc.returncode)
                     continue
                 try:
                     chunk = os.read(self.control, 65536)
@@ -129,10 +132,6 @@ class Host:
                         return msg
         finally:
             sel.close()
-
-    @staticmethod
-    def _readable_left(sel):
-        return bool(sel.select(0))
 
     def interrupt(self):
         if self.alive():
