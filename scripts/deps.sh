@@ -6,14 +6,17 @@ set -euo pipefail
 # libopenblas-dev: FLUXION_BLAS=AUTO links OpenBLAS for large GEMMs (OpenMP comes with g++).
 # libdnnl-dev: FLUXION_DNNL=AUTO runs f32 GEMMs through oneDNN's sgemm.
 # clang-tools-19 (clang-repl), nlohmann-json3-dev (notebook display), graphviz (Jaxpr drawings):
-# the notebook tests. chromium, jupyter-nbconvert: the rendered-notebook test (tests/notebooks/render_check.py:
-# stored outputs as HTML, screenshots in headless Chromium). clang-format-14: the format check
-# (scripts/format.sh --check, CTest format_check).
+# the notebook tests. clang-format-14: the format check (scripts/format.sh --check, CTest format_check).
+# libclang-cpp19-dev, libclang-19-dev, llvm-19-dev (clang::Interpreter, its headers and libLLVM), python3-ipykernel,
+# python3-jupyter-client, jupyter-client (jupyter kernelspec), jupyter-nbconvert: the Jupyter kernel (jupyter/,
+# scripts/jupyter.sh) and its tests. chromium, jupyter-nbconvert: the rendered-notebook test
+# (tests/notebooks/render_check.py: stored outputs as HTML, screenshots in headless Chromium).
 # libopenmpi-dev, openmpi-bin: fx::distributed's MPI engine (FLUXION_MPI=AUTO) and mpirun for the
 # multi-process tests (tests/mpi/).
 required=(cmake g++ make libeigen3-dev libboost-dev doctest-dev libbenchmark-dev clang-tools-19
           libopenblas-dev libdnnl-dev nlohmann-json3-dev graphviz python3 clang-format-14
-          libopenmpi-dev openmpi-bin chromium jupyter-nbconvert)
+          libopenmpi-dev openmpi-bin libclang-cpp19-dev libclang-19-dev llvm-19-dev python3-ipykernel
+          python3-jupyter-client jupyter-client jupyter-nbconvert chromium)
 optional=(ccache)
 
 missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }

@@ -2,7 +2,9 @@
 ///
 /// Link the CMake target fluxion::fluxion, or, with nothing but include paths (notebooks, quick
 /// experiments), `#define FLUXION_IMPLEMENTATION` before including this header in exactly one
-/// translation unit (or the first notebook cell) to compile the implementation into it.
+/// translation unit (or the first notebook cell) to compile the implementation into it. Where the library is
+/// already linked into the process that compiles the code (Fluxion's Jupyter kernel, jupyter/, predefines
+/// FLUXION_IMPLEMENTATION_LINKED), FLUXION_IMPLEMENTATION is ignored.
 #pragma once
 
 #include "fluxion/checkpoint.hpp"
@@ -39,6 +41,6 @@
 #include "fluxion/export.hpp"
 #include "fluxion/amp.hpp"
 
-#ifdef FLUXION_IMPLEMENTATION
+#if defined(FLUXION_IMPLEMENTATION) && !defined(FLUXION_IMPLEMENTATION_LINKED)
 #include "fluxion/implementation.hpp"
 #endif

@@ -1,0 +1,1 @@
+"""Fluxion's Jupyter kernel for C++17 (kernel name fluxion-cpp17); see kernel.py."""
