@@ -2,9 +2,9 @@
 ///
 /// Not included by fluxion.hpp: it needs nlohmann/json.hpp (which every xeus kernel ships), so a
 /// notebook includes it explicitly after fluxion.hpp. A Tensor shows as an HTML table (large ones
-/// truncated to their first and last rows and columns); a Jaxpr as its text plus an SVG drawing of
-/// its dataflow graph when Graphviz `dot` is on PATH (FLUXION_DOT names another binary; text only
-/// without it). Everything here is inline: it works with the library linked or header-only.
+/// truncated to their first and last rows and columns); a plot::Figure as its SVG picture; a Jaxpr
+/// as its text plus an SVG drawing of its dataflow graph when Graphviz `dot` is on PATH
+/// (FLUXION_DOT names another binary; text only without it). Everything here is inline: it works with the library linked or header-only.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fluxion/jaxpr.hpp"
+#include "fluxion/plot.hpp"
 #include "fluxion/primitive.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -289,5 +290,16 @@ inline nlohmann::json mime_bundle_repr(const Jaxpr& j) {
   if (auto svg = display::render_svg(display::to_dot(j))) bundle["image/svg+xml"] = *svg;
   return bundle;
 }
+
+/// Jupyter display of a figure: "image/svg+xml" (the picture) and "text/plain" (its summary). In
+/// namespace plot, where argument-dependent lookup finds it for a plot::Figure.
+namespace plot {
+inline nlohmann::json mime_bundle_repr(const Figure& figure) {
+  nlohmann::json bundle;
+  bundle["text/plain"] = figure.summary();
+  bundle["image/svg+xml"] = figure.svg();
+  return bundle;
+}
+}  // namespace plot
 
 }  // namespace fluxion

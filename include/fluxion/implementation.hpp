@@ -113,3 +113,6 @@
 #include "runtime/loop_runner.cpp"
 #include "backends/cpu/thread_pool.cpp"
 #include "runtime/recycled_array.cpp"
+#include "src/plot_axes.cpp"
+#include "src/plot.cpp"
+#include "src/plot_heatmap.cpp"
