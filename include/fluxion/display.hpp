@@ -4,7 +4,8 @@
 /// notebook includes it explicitly after fluxion.hpp. A Tensor shows as an HTML table (large ones
 /// truncated to their first and last rows and columns); a plot::Figure as its SVG picture; a Jaxpr
 /// as its text plus an SVG drawing of its dataflow graph when Graphviz `dot` is on PATH
-/// (FLUXION_DOT names another binary; text only without it). Everything here is inline: it works with the library linked or header-only.
+/// (FLUXION_DOT names another binary; text only without it). Everything here is inline: it works
+/// with the library linked or header-only.
 #pragma once
 #include <cmath>
 #include <cstdint>
