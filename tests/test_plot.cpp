@@ -371,3 +371,15 @@ TEST_CASE("plot: a value traced by vmap cannot be plotted") {
   };
   CHECK_THROWS_AS(fx::vmap(f)(fx::ones({2, 3})), fx::ConcretizationError);
 }
+
+#if __has_include(<nlohmann/json.hpp>)
+#include <fluxion/display.hpp>
+
+TEST_CASE("plot: a figure displays in notebooks as its SVG with its summary as text") {
+  const plot::Figure fig = plot::line({1.0, 4.0, 9.0}).title("squares");
+  const nlohmann::json bundle = mime_bundle_repr(fig);  // found by argument-dependent lookup
+  CHECK(bundle.at("image/svg+xml").get<std::string>() == fig.svg());
+  CHECK(bundle.at("text/plain").get<std::string>() == fig.summary());
+  CHECK(bundle.size() == 2);
+}
+#endif
