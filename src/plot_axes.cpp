@@ -128,18 +128,29 @@ namespace plot_detail {
 /// Linear axis: the step is 1, 2, 5 or 10 times a power of ten giving about `target` intervals; the
 /// range widens to the nearest multiples of the step. Near-zero ticks are snapped to exactly 0.
 Axis linear_axis(double lo, double hi, int target) {
-  if (lo == hi) {  // constant data: a range around the value
-    const double pad = lo == 0 ? 1 : std::fabs(lo) * 0.1;
-    lo -= pad, hi += pad;
+  // Constant data, or a span below double resolution at this magnitude: a range around the value.
+  if (!(hi - lo > std::max(std::fabs(lo), std::fabs(hi)) * 1e-12)) {
+    const double centre = lo / 2 + hi / 2, pad = centre == 0 ? 1 : std::fabs(centre) * 0.1;
+    lo = centre - pad, hi = centre + pad;
   }
-  const double raw = (hi - lo) / target;
+  double raw = (hi - lo) / target;
+  if (!std::isfinite(raw)) raw = hi / target - lo / target;  // hi - lo overflowed
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   const double r = raw / magnitude;
-  const double step = (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * magnitude;
+  const double slack = 1 + 1e-9;  // rounding in raw must not skip from 2 to 5
+  const double step = (r <= slack ? 1 : r <= 2 * slack ? 2 : r <= 5 * slack ? 5 : 10) * magnitude;
   const double k0 = std::floor(lo / step + 1e-9), k1 = std::ceil(hi / step - 1e-9);
   Axis axis;
   axis.lo = k0 * step, axis.hi = k1 * step;
-  for (double k = k0; k <= k1 + 0.5; k += 1) axis.ticks.push_back(std::fabs(k) < 0.5 ? 0.0 : k * step);
+  if (!std::isfinite(axis.lo) || !std::isfinite(axis.hi))
+    detail::fail<Error>("plot::nice_axis", "the range [", lo, ", ", hi,
+                        "] is too large to draw. Scale the values down (plot them in larger units).");
+  // k1 - k0 is at most about 2 * target: step >= span / target.
+  const int64_t intervals = std::llround(k1 - k0);
+  for (int64_t i = 0; i <= intervals; ++i) {
+    const double k = k0 + static_cast<double>(i);
+    axis.ticks.push_back(k == 0 ? 0.0 : k * step);  // an exact 0, never -0 or 1e-17
+  }
   return axis;
 }
 

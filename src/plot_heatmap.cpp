@@ -67,7 +67,7 @@ std::string Figure::render_heatmap() const {
   double left = 14 + plot_detail::text_width(std::to_string(rows_ - 1)) + (y_label_.empty() ? 0 : 20);
   const double top = title_.empty() ? 16 : 38, right_margin = 20 + 14 + 8 + widest + 10;
   const double room_w = width_ - left - right_margin, room_h = height_ - top - (x_label_.empty() ? 30 : 48);
-  const double cell = std::max(0.5, std::min(room_w / cols_, room_h / rows_));  // square cells
+  const double cell = std::max(1e-3, std::min(room_w / cols_, room_h / rows_));  // square cells
   const double grid_w = cell * cols_, grid_h = cell * rows_;
   const double shift = std::max(0.0, (width_ - left - grid_w - right_margin) / 2);  // centre the picture
   left += shift;

@@ -128,6 +128,19 @@ TEST_CASE("plot: constant data gets a range around its value") {
   CHECK(svg.find(">2.2</text>") != std::string::npos);
 }
 
+TEST_CASE("plot: spans below double resolution and huge ranges neither hang nor draw garbage") {
+  const plot::Axis close = plot::nice_axis(1e16, 1e16 + 2);  // 2 apart: below resolution at 1e16
+  CHECK(close.ticks.size() <= 12);
+  CHECK(close.lo < 1e16);
+  CHECK(close.hi > 1e16);
+  const plot::Axis huge = plot::nice_axis(-1e307, 1e307);
+  CHECK(huge.ticks.size() <= 12);
+  CHECK(std::isfinite(huge.lo));
+  CHECK(message_of<fx::Error>([] { plot::nice_axis(-1.7e308, 1.7e308); }).find("too large to draw") !=
+        std::string::npos);
+  CHECK(xml_problem(plot::line({1e16, 1e16 + 2, 1e16}).svg()) == "");
+}
+
 TEST_CASE("plot: tick labels carry the decimals their step needs") {
   using V = std::vector<std::string>;
   CHECK(plot::tick_labels(plot::nice_axis(0, 1)) == V{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"});

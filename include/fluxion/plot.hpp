@@ -77,7 +77,8 @@ class Figure {
   Figure& scatter(const Values& y, Label label = {});
   /// One bar per category; several bars() calls with the same categories draw grouped bars.
   Figure& bars(std::vector<std::string> categories, const Values& heights, Label label = {});
-  /// Counts of `values` in `bins` equal-width bins over their finite range, drawn as adjacent bars.
+  /// Counts of `values` (every element, any shape) in `bins` equal-width bins over their finite range,
+  /// drawn as adjacent bars.
   Figure& histogram(const Values& values, int bins = 20, Label label = {});
 
   Figure& title(std::string text);
