@@ -4,9 +4,10 @@
 /// notebook includes it explicitly after fluxion.hpp. A Tensor shows as an HTML table whose cells
 /// hold the text operator<< prints (fluxion/tensor_format.hpp: one notation and width, so the
 /// right-aligned cells line up their decimal points; large ones truncated to their first and last
-/// rows and columns); a Jaxpr as its text plus an SVG drawing of its dataflow graph, scaled down to
-/// the page width when wider, when Graphviz `dot` is on PATH (FLUXION_DOT names another binary;
-/// text only without it). Everything here is inline: it works with the library linked or header-only.
+/// rows and columns); a plot::Figure as its SVG picture; a Jaxpr as its text plus an SVG drawing of
+/// its dataflow graph, scaled down to the page width when wider, when Graphviz `dot` is on PATH
+/// (FLUXION_DOT names another binary; text only without it). Everything here is inline: it works
+/// with the library linked or header-only.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "fluxion/jaxpr.hpp"
+#include "fluxion/plot.hpp"
 #include "fluxion/primitive.hpp"
 #include "fluxion/tensor.hpp"
 #include "fluxion/tensor_format.hpp"
@@ -343,5 +345,16 @@ inline nlohmann::json mime_bundle_repr(const Jaxpr& j) {
   if (auto svg = display::render_svg(display::to_dot(j))) bundle["image/svg+xml"] = display::fit_svg_to_page(*svg);
   return bundle;
 }
+
+/// Jupyter display of a figure: "image/svg+xml" (the picture) and "text/plain" (its summary). In
+/// namespace plot, where argument-dependent lookup finds it for a plot::Figure.
+namespace plot {
+inline nlohmann::json mime_bundle_repr(const Figure& figure) {
+  nlohmann::json bundle;
+  bundle["text/plain"] = figure.summary();
+  bundle["image/svg+xml"] = figure.svg();
+  return bundle;
+}
+}  // namespace plot
 
 }  // namespace fluxion

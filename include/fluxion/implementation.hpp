@@ -114,3 +114,6 @@
 #include "backends/cpu/thread_pool.cpp"
 #include "runtime/recycled_array.cpp"
 #include "src/tensor_format.cpp"
+#include "src/plot_axes.cpp"
+#include "src/plot.cpp"
+#include "src/plot_heatmap.cpp"
