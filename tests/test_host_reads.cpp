@@ -1,6 +1,7 @@
 // item() and to_vector() under the transforms (issue 35): reading a value that is being
 // differentiated into a C++ number would silently drop its derivative, so it is a
-// ConcretizationError naming fx::stop_gradient; every read without a derivative to lose works.
+// ConcretizationError naming fx::stop_gradient; every read without a derivative to lose works, and
+// so do reads into integer and bool types.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -69,6 +70,13 @@ TEST_CASE("host reads: stop_gradient, integer values, constants and eager values
   CHECK(fx::grad(stepped)(fx::scalar(2.5)).item<double>() == 2.0);
   auto counted = [](const fx::Tensor& x) { return x * double(fx::astype(x, fx::i32).item<int32_t>()); };
   CHECK(fx::grad(counted)(fx::scalar(4.0)).item<double>() == 4.0);
+  // A read into an integer or bool type is piecewise constant in the value: its zero derivative is
+  // right (JAX's int(x) works under grad too), so it reads the value being differentiated.
+  auto rounded = [](const fx::Tensor& x) {
+    std::vector<int64_t> whole = x.to_vector<int64_t>();
+    return x * double(x.item<int>()) + fx::sum(x) * double(whole[0]) * (x.item<bool>() ? 1.0 : 0.0);
+  };
+  CHECK(fx::grad(rounded)(fx::scalar(3.5)).item<double>() == 6.0);
   // A value that does not depend on the differentiated input is a constant.
   fx::Tensor c = fx::tensor({1.0, 2.0});
   auto with_constant = [&](const fx::Tensor& x) { return x * fx::sum(c * c).item<double>(); };

@@ -111,11 +111,11 @@ class Tensor {
   }
   /// This tensor made concrete (a jvp tracer yields its primal); throws like array().
   Tensor concrete(const char* what = "concrete") const;
-  /// This tensor made concrete for item() and to_vector(): as concrete(), but a value being
-  /// differentiated (under grad, jvp, jacfwd...) is a ConcretizationError that names
-  /// fx::stop_gradient, because the C++ number would silently lose its derivative. Values
-  /// without a derivative read fine: bool and integer ones (`(x > 0).item<bool>()`), constants,
-  /// and fx::stop_gradient(x).
+  /// This tensor made concrete for item<double>() and to_vector<float>(): as concrete(), but a value
+  /// being differentiated (under grad, jvp, jacfwd...) is a ConcretizationError that names
+  /// fx::stop_gradient, because the C++ number would silently lose its derivative. Values without
+  /// a derivative read fine: comparisons (`(x > 0).item<bool>()`), integers, constants and
+  /// fx::stop_gradient(x); so do reads into integer or bool types (piecewise constant).
   Tensor concrete_for_read(const char* what) const;
 
   /// Raw element pointers of a concrete array (kernels and interop). T must match dtype().
@@ -248,8 +248,10 @@ template <class T> T* Tensor::mutable_data() const {
   return static_cast<T*>(array("mutable_data").data());
 }
 
+// A read into an integer or bool is piecewise constant in the value, so dropping the derivative is
+// right there (JAX's int(x) works under grad too); a read into a floating type refuses under grad.
 template <class T> T Tensor::item() const {
-  Tensor c = concrete_for_read("item");
+  Tensor c = std::is_integral_v<T> ? concrete("item") : concrete_for_read("item");
   if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   if (c.size() != 1)
     detail::fail<ShapeError>("item", "needs a tensor with exactly one element, got ", c.aval(),
@@ -261,7 +263,7 @@ template <class T> T Tensor::item() const {
 }
 
 template <class T> std::vector<T> Tensor::to_vector() const {
-  Tensor c = concrete_for_read("to_vector");
+  Tensor c = std::is_integral_v<T> ? concrete("to_vector") : concrete_for_read("to_vector");
   if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   std::vector<T> out(static_cast<size_t>(c.size()));
   dispatch_storage_dtype(c.dtype(), [&](auto tag) {

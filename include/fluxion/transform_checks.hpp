@@ -12,6 +12,7 @@
 namespace fluxion {
 namespace transform_detail {
 
+template <class> inline constexpr bool dependent_false = false;  // a static_assert that fires when instantiated
 template <class T> inline constexpr bool is_tuple_v = false;
 template <class... T> inline constexpr bool is_tuple_v<std::tuple<T...>> = true;
 template <class T> inline constexpr bool is_pair_v = false;
@@ -50,6 +51,13 @@ template <bool Aux, class Ret, class Nums, class... Args> constexpr bool check_g
   constexpr bool args_ok = check_differentiable_args<Args...>(Nums{});
   constexpr bool result_ok = Aux ? is_loss_aux_pair_v<Ret> : !returns_pytuple && std::is_constructible_v<Tensor, Ret>;
   return result_ok && args_ok;
+}
+
+/// Checks that every argument of vjp / linearize is a Tensor or pytree of Tensors (all are differentiated).
+template <class... Args> constexpr void check_tree_args() {
+  static_assert((is_pytree_v<Args> && ...),
+                "fx::vjp / fx::linearize: every argument must be a Tensor or a pytree of Tensors: capture numbers "
+                "and strings in f (or pass them as Tensors), register structs with BOOST_HANA_ADAPT_STRUCT");
 }
 
 /// Checks that f's result (under vmap, jvp, vjp, linearize) is a Tensor or pytree of Tensors.

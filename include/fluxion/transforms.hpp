@@ -341,34 +341,70 @@ auto linearize_args(const char* transform, const F& f, const std::tuple<Args...>
 }
 }  // namespace transform_detail
 
+namespace transform_detail {
+/// vjp's pullback: a cotangent shaped like f's output (Out) -> a std::tuple with one cotangent per
+/// argument. The linear Jaxpr's first `num_out` outputs are f's output; those after them (has_aux)
+/// get zero cotangents.
+template <class Out, class ArgTuple> struct Pullback {
+  std::shared_ptr<const Jaxpr> linear;
+  ArgTuple args;
+  size_t num_out;
+  ArgTuple operator()(const Out& ct) const {
+    std::vector<Tensor> cts = tree_leaves(ct);
+    if (cts.size() != num_out)
+      detail::fail<Error>("vjp", "the cotangent has ", cts.size(), " tensors but the output has ", num_out,
+                          ". Pass a cotangent with the output's structure.");
+    cts.resize(linear->outputs.size());
+    std::vector<Tensor> grads = transpose_jaxpr(*linear, cts, "vjp");
+    auto gi = grads.cbegin();
+    return PyTree<ArgTuple>::rebuild(args, gi);
+  }
+  template <class Ct> ArgTuple operator()(const Ct&) const {
+    static_assert(dependent_false<Ct>,
+                  "fx::vjp: the cotangent must have the type of f's output, if f returns std::pair{output, aux}, "
+                  "write fx::vjp(f, fx::has_aux, args...) and pull back cotangents of the output only");
+    return args;
+  }
+};
+
+template <bool Aux, class F, class... Args> auto vjp_impl(const F& f, const Args&... args) {
+  auto arg_tuple = std::make_tuple(args...);
+  std::vector<Tensor> leaves = tree_leaves(arg_tuple);
+  for (size_t i = 0; i < leaves.size(); ++i) check_float_input("vjp", i, leaves[i]);
+  auto [y, linear] = linearize_args("vjp", f, arg_tuple);
+  using Y = std::decay_t<decltype(y)>;
+  if constexpr (Aux) {
+    using Out = typename Y::first_type;
+    Pullback<Out, decltype(arg_tuple)> pullback{linear, arg_tuple, tree_leaves(y.first).size()};
+    return std::make_tuple(y.first, pullback, y.second);
+  } else {
+    return std::make_pair(y, Pullback<Y, decltype(arg_tuple)>{linear, arg_tuple, linear->outputs.size()});
+  }
+}
+}  // namespace transform_detail
+
 /// Reverse mode: std::pair{f(args...), pullback}; pullback(ct) returns a std::tuple with one
 /// cotangent per argument and can be called many times.
 template <class F, class... Args> auto vjp(F f, const Args&... args) {
-  static_assert((is_pytree_v<Args> && ...),
-                "fx::vjp: every argument must be a Tensor or a pytree of Tensors: capture numbers and strings in f "
-                "(or pass them as Tensors), register structs with BOOST_HANA_ADAPT_STRUCT");
-  auto arg_tuple = std::make_tuple(args...);
-  std::vector<Tensor> leaves = tree_leaves(arg_tuple);
-  for (size_t i = 0; i < leaves.size(); ++i) transform_detail::check_float_input("vjp", i, leaves[i]);
-  auto [y, linear] = transform_detail::linearize_args("vjp", f, arg_tuple);
-  using Out = std::decay_t<decltype(y)>;
-  auto pullback = [linear = linear, arg_tuple](const Out& ct) {
-    std::vector<Tensor> cts = tree_leaves(ct);
-    if (cts.size() != linear->outputs.size())
-      detail::fail<Error>("vjp", "the cotangent has ", cts.size(), " tensors but the output has ",
-                          linear->outputs.size(), ". Pass a cotangent with the output's structure.");
-    std::vector<Tensor> grads = transpose_jaxpr(*linear, cts, "vjp");
-    auto gi = grads.cbegin();
-    return PyTree<decltype(arg_tuple)>::rebuild(arg_tuple, gi);
-  };
-  return std::make_pair(y, pullback);
+  transform_detail::check_tree_args<Args...>();
+  return transform_detail::vjp_impl<false>(f, args...);
+}
+
+/// vjp of f returning std::pair{output, aux}: std::tuple{output, pullback, aux}, where aux is
+/// passed through, not differentiated (JAX's vjp(..., has_aux=True)).
+template <class F, class... Args> auto vjp(F f, HasAux, const Args&... args) {
+  transform_detail::check_tree_args<Args...>();
+  using R = std::decay_t<decltype(f(args...))>;
+  if constexpr (!transform_detail::is_pair_v<R>)
+    static_assert(transform_detail::dependent_false<R>,
+                  "fx::vjp(f, fx::has_aux, args...): f must return std::pair{output, aux}: write `return "
+                  "std::make_pair(y, aux)`");
+  else return transform_detail::vjp_impl<true>(f, args...);
 }
 
 /// std::pair{f(args...), f_lin} with f_lin(tangents...) = J·t, reusable.
 template <class F, class... Args> auto linearize(F f, const Args&... args) {
-  static_assert((is_pytree_v<Args> && ...),
-                "fx::linearize: every argument must be a Tensor or a pytree of Tensors: capture numbers and strings "
-                "in f (or pass them as Tensors), register structs with BOOST_HANA_ADAPT_STRUCT");
+  transform_detail::check_tree_args<Args...>();
   auto arg_tuple = std::make_tuple(args...);
   auto [y, linear] = transform_detail::linearize_args("linearize", f, arg_tuple);
   auto f_lin = [linear = linear, y = y, arg_tuple](const auto&... tangents) {

@@ -22,6 +22,8 @@ int main() {
   auto with_aux = [](const fx::Tensor& v) { return std::make_pair(fx::sum(v * v), v); };
   auto [g, aux] = fx::grad(with_aux, fx::has_aux)(x);
   auto [y, pullback] = fx::vjp([](const fx::Tensor& v) { return std::make_pair(v, v * 2.0); }, x);
+  auto [y2, pullback2, aux2] = fx::vjp(with_aux, fx::has_aux, x);
+  auto [dx2] = pullback2(fx::scalar(1.0));
   // Truth values and numbers read explicitly, and the derivative dropped on purpose.
   if ((fx::sum(x) > 0).item<bool>()) x = x * 2.0;
   auto f = [](const fx::Tensor& v) {
@@ -32,9 +34,10 @@ int main() {
   // A registered struct everywhere; a string outside argnums; static numbers and configs.
   auto loss = [](const Params& p, const std::string& name) { return fx::sum(p.w * p.b) * double(name.size()); };
   Params dp = fx::grad(loss)(Params{x, x}, std::string("ab"));
-  fx::Tensor dn = fx::grad([](const std::string&, const fx::Tensor& v) { return fx::sum(v); }, fx::argnums<1>)(
-      std::string("n"), x);
+  fx::Tensor dn =
+      fx::grad([](const std::string&, const fx::Tensor& v) { return fx::sum(v); }, fx::argnums<1>)(std::string("n"), x);
   fx::Tensor batched = fx::vmap([](const Params& p, double s) { return p.w * s; })(Params{x, x}, 2.0);
   fx::Tensor jitted = fx::jit([](const fx::Tensor& v, const Config& c) { return v * c.rate; })(x, Config{1, 0.5});
-  (void)g, (void)aux, (void)y, (void)pullback, (void)df, (void)dp, (void)dn, (void)batched, (void)jitted;
+  (void)g, (void)aux, (void)y, (void)pullback, (void)y2, (void)aux2, (void)dx2, (void)df, (void)dp, (void)dn,
+      (void)batched, (void)jitted;
 }
