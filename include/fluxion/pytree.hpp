@@ -27,7 +27,7 @@ template <class T, class = void> struct PyTree;
 
 namespace tree_detail {
 
-/// Converts to any type: fills an aggregate's members in member_is_tree's probe.
+/// Converts to any type: fills an aggregate's members before the one tree_member_probe tries.
 struct AnyValue {
   template <class U> operator U() const;  // NOLINT: implicit on purpose (declared only, never called)
 };

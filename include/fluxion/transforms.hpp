@@ -361,7 +361,7 @@ template <class Out, class ArgTuple> struct Pullback {
   }
   template <class Ct> ArgTuple operator()(const Ct&) const {
     static_assert(dependent_false<Ct>,
-                  "fx::vjp: the cotangent must have the type of f's output, if f returns std::pair{output, aux}, "
+                  "fx::vjp: the cotangent must have the type of f's output. If f returns std::pair{output, aux}, "
                   "write fx::vjp(f, fx::has_aux, args...) and pull back cotangents of the output only");
     return args;
   }

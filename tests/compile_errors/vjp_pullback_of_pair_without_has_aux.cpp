@@ -1,4 +1,4 @@
-// expect: if f returns std::pair{output, aux}, write fx::vjp(f, fx::has_aux, args...)
+// expect: If f returns std::pair{output, aux}, write fx::vjp(f, fx::has_aux, args...)
 // f returns {output, aux} but vjp was not told: the pullback then wants a cotangent for both.
 #include "fluxion/fluxion.hpp"
 namespace fx = fluxion;
