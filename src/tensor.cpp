@@ -38,6 +38,8 @@ FLUXION_REPL_INLINE Tensor TracerImpl::concrete_value(const char* what) const {
       "control flow.");
 }
 
+FLUXION_REPL_INLINE Tensor TracerImpl::value_for_read(const char* what) const { return concrete_value(what); }
+
 void Tensor::fail_empty() {
   detail::fail<Error>("tensor", "use of an empty (default-constructed) Tensor. ", "Assign it a value first.");
 }
@@ -46,6 +48,12 @@ Tensor Tensor::concrete(const char* what) const {
   const TensorImpl* p = checked();
   if (!p->is_tracer()) return *this;
   return static_cast<const TracerImpl*>(p)->concrete_value(what).concrete(what);
+}
+
+Tensor Tensor::concrete_for_read(const char* what) const {
+  const TensorImpl* p = checked();
+  if (!p->is_tracer()) return *this;
+  return static_cast<const TracerImpl*>(p)->value_for_read(what).concrete_for_read(what);
 }
 
 void Tensor::fail_not_concrete(const char* what) const {

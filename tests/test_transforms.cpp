@@ -37,7 +37,9 @@ TEST_CASE("grad: the fourth derivative of sin is sin") {
 }
 
 TEST_CASE("grad: C++ control flow on values is differentiated along the path taken") {
-  auto my_abs = [](const fx::Tensor& x) { return x.item<double>() > 0 ? x : -x; };
+  // The condition is read from a comparison (a bool Tensor): x.item<double>() of the value being
+  // differentiated would be a ConcretizationError (tests/test_host_reads.cpp).
+  auto my_abs = [](const fx::Tensor& x) { return (x > 0).item<bool>() ? x : -x; };
   CHECK(val(fx::grad(my_abs)(fx::scalar(3.0))) == 1.0);
   CHECK(val(fx::grad(my_abs)(fx::scalar(-2.0))) == -1.0);
 }
@@ -93,6 +95,26 @@ TEST_CASE("jvp and vjp: the pullback is reusable and linearize's linear map too"
   auto [y2, f_lin] = fx::linearize([](const fx::Tensor& a) { return fx::exp(a); }, x);
   CHECK(f_lin(fx::ones({2})).to_vector<double>()[1] == doctest::Approx(std::exp(0.2)));
   CHECK(f_lin(fx::full({2}, 2.0)).to_vector<double>()[1] == doctest::Approx(2 * std::exp(0.2)));
+}
+
+TEST_CASE("vjp with has_aux: the aux is passed through and the pullback takes the output's cotangent only") {
+  fx::Tensor x = fx::tensor({0.1, 0.2});
+  // aux holds a value computed from x (a traced value inside f) and an integer count.
+  auto f = [](const fx::Tensor& v) { return std::make_pair(fx::sin(v), std::make_pair(v * v, 7)); };
+  auto [y, pullback, aux] = fx::vjp(f, fx::has_aux, x);
+  CHECK(y.to_vector<double>()[1] == doctest::Approx(std::sin(0.2)));
+  CHECK(aux.first.to_vector<double>() == std::vector<double>{0.1 * 0.1, 0.2 * 0.2});
+  CHECK(!aux.first.is_tracer());
+  CHECK(aux.second == 7);
+  for (double s : {1.0, 3.0}) {
+    auto [xb] = pullback(fx::full({2}, s));
+    CHECK(xb.to_vector<double>()[0] == doctest::Approx(s * std::cos(0.1)));
+  }
+  // The same function without has_aux: the output is the pair, and so is the cotangent.
+  auto [y_pair, pullback_pair] = fx::vjp([](const fx::Tensor& v) { return std::make_pair(fx::sin(v), v * v); }, x);
+  auto [xb_pair] = pullback_pair(std::make_pair(fx::ones({2}), fx::ones({2})));
+  CHECK(xb_pair.to_vector<double>()[1] == doctest::Approx(std::cos(0.2) + 0.4));
+  CHECK(message_of<fx::Error>([&] { fx::vjp(f, fx::has_aux, fx::tensor({1, 2})); }).find("[vjp]") == 0);
 }
 
 TEST_CASE("vmap: maps over an axis, with none and negative in_axes and out_axes") {

@@ -5,6 +5,21 @@
 
 namespace fluxion {
 
+// A floating value with a tangent depends on a differentiated input. Read into a C++ number it
+// becomes a constant to the transform, and its derivative is silently dropped (JAX raises
+// ConcretizationTypeError there too). Bool and integer values (comparisons) never carry one.
+FLUXION_REPL_INLINE Tensor JvpTracer::value_for_read(const char* what) const {
+  if (tangent_.defined() && is_floating(aval().dtype)) {
+    const char* transform = owner()->transform;
+    detail::fail<ConcretizationError>(
+        what, "reading ", aval(), " as a C++ number under ", transform, " drops its derivative: the number is a ",
+        "constant to ", transform, ", so the result would be silently wrong. Keep computing with Tensors; for ",
+        "control flow compare first, `if ((x > 0).item<bool>())`; to read the value without its derivative on ",
+        "purpose, write fx::stop_gradient(x).", what, "<double>().");
+  }
+  return primal_;
+}
+
 Tensor JvpInterpreter::lift(const Tensor& primal, const Tensor& tangent) {
   return Tensor(std::make_shared<JvpTracer>(primal, tangent, tag()));
 }

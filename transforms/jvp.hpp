@@ -19,6 +19,8 @@ class JvpTracer final : public TracerImpl {
   const Tensor& tangent() const { return tangent_; }
   /// Under jvp the primal is known: C++ control flow on values works.
   Tensor concrete_value(const char* what) const override { return primal_.concrete(what); }
+  /// The primal, unless this value carries a derivative: a C++ number would drop it (ConcretizationError).
+  Tensor value_for_read(const char* what) const override;
 
  private:
   Tensor primal_, tangent_;

@@ -23,7 +23,42 @@
 
 namespace fluxion {
 
+template <class T, class = void> struct PyTree;
+
 namespace tree_detail {
+
+/// Converts to any type: fills an aggregate's members before the one tree_member_probe tries.
+struct AnyValue {
+  template <class U> operator U() const;  // NOLINT: implicit on purpose (declared only, never called)
+};
+template <size_t> using AnyValueAt = AnyValue;
+/// Converts only to pytree types: a member it initialises holds Tensors.
+struct AnyTree {
+  template <class U, std::enable_if_t<PyTree<U>::is_tree, int> = 0> operator U() const;  // NOLINT: as AnyValue
+};
+template <class T, size_t... I> auto tree_member_probe(std::index_sequence<I...>)
+    -> decltype(T{AnyValueAt<I>{}..., AnyTree{}}, std::true_type{});
+template <class T> std::false_type tree_member_probe(...);
+template <class T, size_t... K> constexpr bool some_member_is_tree(std::index_sequence<K...>) {
+  return (decltype(tree_member_probe<T>(std::make_index_sequence<K>{}))::value || ...);
+}
+
+/// True for an aggregate struct with a Tensor (or pytree) among its first 12 members that is not
+/// registered as a pytree: transforms would treat its Tensors as constants, so the default PyTree
+/// refuses it at compile time.
+template <class T> constexpr bool unregistered_tree() {
+  if constexpr (std::is_class_v<T> && std::is_aggregate_v<T>)
+    return some_member_is_tree<T>(std::make_index_sequence<12>{});
+  else return false;
+}
+
+/// The compile-time check of a value that is not a pytree (a static leaf).
+template <class T> constexpr void check_static_leaf() {
+  static_assert(!unregistered_tree<T>(),
+                "fluxion: this struct holds Tensors but is not a pytree, so transforms would treat it as a constant: "
+                "register it with BOOST_HANA_ADAPT_STRUCT(Type, member1, member2, ...) at global namespace scope, or "
+                "declare its members with BOOST_HANA_DEFINE_STRUCT");
+}
 
 template <class T, class = void> struct has_equal : std::false_type {};
 template <class T> struct has_equal<T, std::void_t<decltype(std::declval<const T&>() == std::declval<const T&>())>>
@@ -41,6 +76,8 @@ template <class T> bool same_static(const T& a, const T& b) {
     return a == b ? std::signbit(a) == std::signbit(b) : (a != a && b != b);
   } else if constexpr (is_complex<T>::value) {
     return same_static(a.real(), b.real()) && same_static(a.imag(), b.imag());
+  } else if constexpr (unregistered_tree<T>()) {  // check_static_leaf has said it: no second message
+    return false;
   } else {
     static_assert(has_equal<T>::value,
                   "fx::jit: static (non-Tensor) arguments and pytree members must be comparable with == (they are "
@@ -56,11 +93,17 @@ template <class T> bool same_static(const T& a, const T& b) {
 /// Members that are not pytrees (ints, strings...) are static: copied from the structure, never
 /// differentiated or batched. `same_structure(a, b)` compares everything but the tensors: container
 /// sizes, map keys and static leaves (the type fixes the rest), like JAX's treedef equality.
-template <class T, class = void> struct PyTree {
+template <class T, class> struct PyTree {
   static constexpr bool is_tree = false;
-  static void flatten(const T&, std::vector<Tensor>&) {}
-  template <class It> static T rebuild(const T& structure, It&) { return structure; }
-  static bool same_structure(const T& a, const T& b) { return tree_detail::same_static(a, b); }
+  static void flatten(const T&, std::vector<Tensor>&) { tree_detail::check_static_leaf<T>(); }
+  template <class It> static T rebuild(const T& structure, It&) {
+    tree_detail::check_static_leaf<T>();
+    return structure;
+  }
+  static bool same_structure(const T& a, const T& b) {
+    tree_detail::check_static_leaf<T>();
+    return tree_detail::same_static(a, b);
+  }
 };
 
 /// True when T holds Tensors (a leaf or a container of pytrees).

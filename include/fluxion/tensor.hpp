@@ -78,6 +78,9 @@ class TracerImpl : public TensorImpl {
   /// The concrete value behind the tracer when its transform knows one (jvp: the primal).
   /// The default throws ConcretizationError naming the transform; `what` names the conversion.
   virtual Tensor concrete_value(const char* what) const;
+  /// The concrete value for a read into C++ numbers (item, to_vector): as concrete_value, except
+  /// that a value carrying a derivative (a jvp tracer with a tangent) refuses, since a number drops it.
+  virtual Tensor value_for_read(const char* what) const;
 
  private:
   std::shared_ptr<InterpreterTag> owner_;
@@ -108,6 +111,12 @@ class Tensor {
   }
   /// This tensor made concrete (a jvp tracer yields its primal); throws like array().
   Tensor concrete(const char* what = "concrete") const;
+  /// This tensor made concrete for item<double>() and to_vector<float>(): as concrete(), but a value
+  /// being differentiated (under grad, jvp, jacfwd...) is a ConcretizationError that names
+  /// fx::stop_gradient, because the C++ number would silently lose its derivative. Values without
+  /// a derivative read fine: comparisons (`(x > 0).item<bool>()`), integers, constants and
+  /// fx::stop_gradient(x); so do reads into integer or bool types (piecewise constant).
+  Tensor concrete_for_read(const char* what) const;
 
   /// Raw element pointers of a concrete array (kernels and interop). T must match dtype().
   template <class T> const T* data() const;
@@ -117,6 +126,20 @@ class Tensor {
   template <class T> T item() const;
   /// All elements in row-major order, converted to T.
   template <class T> std::vector<T> to_vector() const;
+
+  /// A Tensor has no truth value and no implicit number, so `if (x > 0)`, `!x`, `x && y`,
+  /// `static_cast<double>(x)` stop at compile time with one line saying what to write instead.
+  /// A template so that the static_assert fires only where such a conversion is written.
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0> explicit operator T() const {
+    static_assert(!std::is_same_v<T, bool>,
+                  "fluxion::Tensor has no truth value: for a concrete value write `if ((x > 0).item<bool>())` "
+                  "(fx::all / fx::any for many elements); under vmap or jit use fx::where(cond, a, b), fx::cond or "
+                  "fx::while_loop");
+    static_assert(std::is_same_v<T, bool>,
+                  "fluxion::Tensor does not convert to a C++ number: write x.item<double>() for one element or "
+                  "x.to_vector<double>() for all, or keep computing with Tensors");
+    return T();
+  }
 
  private:
   // The checks of every access are inline; their failures are not.
@@ -225,8 +248,10 @@ template <class T> T* Tensor::mutable_data() const {
   return static_cast<T*>(array("mutable_data").data());
 }
 
+// A read into an integer or bool is piecewise constant in the value, so dropping the derivative is
+// right there (JAX's int(x) works under grad too); a read into a floating type refuses under grad.
 template <class T> T Tensor::item() const {
-  Tensor c = concrete("item");
+  Tensor c = std::is_integral_v<T> ? concrete("item") : concrete_for_read("item");
   if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   if (c.size() != 1)
     detail::fail<ShapeError>("item", "needs a tensor with exactly one element, got ", c.aval(),
@@ -238,7 +263,7 @@ template <class T> T Tensor::item() const {
 }
 
 template <class T> std::vector<T> Tensor::to_vector() const {
-  Tensor c = concrete("to_vector");
+  Tensor c = std::is_integral_v<T> ? concrete("to_vector") : concrete_for_read("to_vector");
   if (!c.device().is_cpu()) c = detail::copy_to_host(c);
   std::vector<T> out(static_cast<size_t>(c.size()));
   dispatch_storage_dtype(c.dtype(), [&](auto tag) {

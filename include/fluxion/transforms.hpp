@@ -20,6 +20,7 @@
 #include "fluxion/lax.hpp"
 #include "fluxion/jacobian_tree.hpp"
 #include "fluxion/pytree.hpp"
+#include "fluxion/transform_checks.hpp"
 #include "transforms/batching.hpp"
 #include "transforms/jvp.hpp"
 #include "transforms/transpose.hpp"
@@ -74,9 +75,6 @@ Linearized linearize_flat(const char* transform, const std::vector<Tensor>& prim
   result.linear = std::make_shared<const Jaxpr>(pe.finish(tangents_out));
   return result;
 }
-
-template <class T> inline constexpr bool is_tuple_v = false;
-template <class... T> inline constexpr bool is_tuple_v<std::tuple<T...>> = true;
 
 /// Checks grad's output is a floating scalar.
 void check_scalar_output(const char* transform, const std::vector<Tensor>& outs);
@@ -198,11 +196,13 @@ template <class Ret> struct AuxType<true, Ret> { using type = std::decay_t<declt
 template <bool WithValue, class F, int... I, bool Aux, class... Args>
 auto value_and_grad_impl(const char* transform, const F& f, Argnums<I...> nums, std::bool_constant<Aux>,
                          const Args&... args) {
-  if constexpr (!argnums_in_range_of(Argnums<I...>{}, sizeof...(Args))) {
+  using Ret = std::decay_t<decltype(f(args...))>;
+  if constexpr (!check_grad_call<Aux, Ret, Argnums<I...>, Args...>()) {
+    return;  // a static_assert has said what is wrong
+  } else if constexpr (!argnums_in_range_of(Argnums<I...>{}, sizeof...(Args))) {
     fail_argnums_range(transform, std::max({0, I...}), sizeof...(Args));
   } else {
     auto arg_tuple = std::make_tuple(args...);
-    using Ret = decltype(f(args...));
     using Aux_t = typename AuxType<Aux, Ret>::type;
     Selection<sizeof...(I)> sel;
     std::vector<Tensor> leaves = selected_leaves(Argnums<I...>::values, arg_tuple, sel, transform);
@@ -298,6 +298,7 @@ auto jvp(F f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents)
   auto it = lifted.cbegin();
   auto args = PyTree<std::tuple<P...>>::rebuild(primals, it);
   using Out = std::decay_t<decltype(std::apply(f, args))>;
+  transform_detail::check_tree_result<Out>();
   std::optional<Out> out;
   {
     InterpreterScope scope(interp);
@@ -326,6 +327,7 @@ template <class F, class... Args>
 auto linearize_args(const char* transform, const F& f, const std::tuple<Args...>& arg_tuple) {
   std::vector<Tensor> leaves = tree_leaves(arg_tuple);
   using Out = std::decay_t<decltype(std::apply(f, arg_tuple))>;
+  check_tree_result<Out>();
   std::optional<Out> out_structure;
   Linearized lin = linearize_flat(transform, leaves, [&](const std::vector<Tensor>& traced) {
     auto it = traced.cbegin();
@@ -339,30 +341,70 @@ auto linearize_args(const char* transform, const F& f, const std::tuple<Args...>
 }
 }  // namespace transform_detail
 
+namespace transform_detail {
+/// vjp's pullback: a cotangent shaped like f's output (Out) -> a std::tuple with one cotangent per
+/// argument. The linear Jaxpr's first `num_out` outputs are f's output; those after them (has_aux)
+/// get zero cotangents.
+template <class Out, class ArgTuple> struct Pullback {
+  std::shared_ptr<const Jaxpr> linear;
+  ArgTuple args;
+  size_t num_out;
+  ArgTuple operator()(const Out& ct) const {
+    std::vector<Tensor> cts = tree_leaves(ct);
+    if (cts.size() != num_out)
+      detail::fail<Error>("vjp", "the cotangent has ", cts.size(), " tensors but the output has ", num_out,
+                          ". Pass a cotangent with the output's structure.");
+    cts.resize(linear->outputs.size());
+    std::vector<Tensor> grads = transpose_jaxpr(*linear, cts, "vjp");
+    auto gi = grads.cbegin();
+    return PyTree<ArgTuple>::rebuild(args, gi);
+  }
+  template <class Ct> ArgTuple operator()(const Ct&) const {
+    static_assert(dependent_false<Ct>,
+                  "fx::vjp: the cotangent must have the type of f's output. If f returns std::pair{output, aux}, "
+                  "write fx::vjp(f, fx::has_aux, args...) and pull back cotangents of the output only");
+    return args;
+  }
+};
+
+template <bool Aux, class F, class... Args> auto vjp_impl(const F& f, const Args&... args) {
+  auto arg_tuple = std::make_tuple(args...);
+  std::vector<Tensor> leaves = tree_leaves(arg_tuple);
+  for (size_t i = 0; i < leaves.size(); ++i) check_float_input("vjp", i, leaves[i]);
+  auto [y, linear] = linearize_args("vjp", f, arg_tuple);
+  using Y = std::decay_t<decltype(y)>;
+  if constexpr (Aux) {
+    using Out = typename Y::first_type;
+    Pullback<Out, decltype(arg_tuple)> pullback{linear, arg_tuple, tree_leaves(y.first).size()};
+    return std::make_tuple(y.first, pullback, y.second);
+  } else {
+    return std::make_pair(y, Pullback<Y, decltype(arg_tuple)>{linear, arg_tuple, linear->outputs.size()});
+  }
+}
+}  // namespace transform_detail
+
 /// Reverse mode: std::pair{f(args...), pullback}; pullback(ct) returns a std::tuple with one
 /// cotangent per argument and can be called many times.
 template <class F, class... Args> auto vjp(F f, const Args&... args) {
-  static_assert((is_pytree_v<Args> && ...), "fx::vjp: every argument must be a Tensor or pytree of Tensors");
-  auto arg_tuple = std::make_tuple(args...);
-  std::vector<Tensor> leaves = tree_leaves(arg_tuple);
-  for (size_t i = 0; i < leaves.size(); ++i) transform_detail::check_float_input("vjp", i, leaves[i]);
-  auto [y, linear] = transform_detail::linearize_args("vjp", f, arg_tuple);
-  using Out = std::decay_t<decltype(y)>;
-  auto pullback = [linear = linear, arg_tuple](const Out& ct) {
-    std::vector<Tensor> cts = tree_leaves(ct);
-    if (cts.size() != linear->outputs.size())
-      detail::fail<Error>("vjp", "the cotangent has ", cts.size(), " tensors but the output has ",
-                          linear->outputs.size(), ". Pass a cotangent with the output's structure.");
-    std::vector<Tensor> grads = transpose_jaxpr(*linear, cts, "vjp");
-    auto gi = grads.cbegin();
-    return PyTree<decltype(arg_tuple)>::rebuild(arg_tuple, gi);
-  };
-  return std::make_pair(y, pullback);
+  transform_detail::check_tree_args<Args...>();
+  return transform_detail::vjp_impl<false>(f, args...);
+}
+
+/// vjp of f returning std::pair{output, aux}: std::tuple{output, pullback, aux}, where aux is
+/// passed through, not differentiated (JAX's vjp(..., has_aux=True)).
+template <class F, class... Args> auto vjp(F f, HasAux, const Args&... args) {
+  transform_detail::check_tree_args<Args...>();
+  using R = std::decay_t<decltype(f(args...))>;
+  if constexpr (!transform_detail::is_pair_v<R>)
+    static_assert(transform_detail::dependent_false<R>,
+                  "fx::vjp(f, fx::has_aux, args...): f must return std::pair{output, aux}: write `return "
+                  "std::make_pair(y, aux)`");
+  else return transform_detail::vjp_impl<true>(f, args...);
 }
 
 /// std::pair{f(args...), f_lin} with f_lin(tangents...) = J·t, reusable.
 template <class F, class... Args> auto linearize(F f, const Args&... args) {
-  static_assert((is_pytree_v<Args> && ...), "fx::linearize: every argument must be a Tensor or pytree of Tensors");
+  transform_detail::check_tree_args<Args...>();
   auto arg_tuple = std::make_tuple(args...);
   auto [y, linear] = transform_detail::linearize_args("linearize", f, arg_tuple);
   auto f_lin = [linear = linear, y = y, arg_tuple](const auto&... tangents) {
@@ -577,6 +619,7 @@ template <class F> auto vmap(F f, InAxes in = {}, OutAxes out = {}, AxisName nam
     size_t idx = 0;
     auto lifted_args = std::tuple<std::decay_t<decltype(args)>...>{lift_arg(args, idx++)...};
     using Out = std::decay_t<decltype(std::apply(f, lifted_args))>;
+    transform_detail::check_tree_result<Out>();
     std::optional<Out> result;
     {
       InterpreterScope scope(interp);
@@ -635,7 +678,9 @@ template <size_t N> void spread_blocks(std::vector<std::vector<Tensor>>& blocks,
 /// argument, several a std::tuple of them (like JAX), nested per output leaf by assemble_jacobian.
 template <class Nums, class F, class Core, class... Args>
 auto jacobian_of(const char* transform, const F& f, const Core& core, const Args&... args) {
-  if constexpr (!argnums_in_range_of(Nums{}, sizeof...(Args))) {
+  if constexpr (!check_differentiable_args<Args...>(Nums{})) {
+    return;  // a static_assert has said what is wrong
+  } else if constexpr (!argnums_in_range_of(Nums{}, sizeof...(Args))) {
     fail_argnums_range(transform, *std::max_element(Nums::values.begin(), Nums::values.end()), sizeof...(Args));
   } else {
     constexpr size_t N = Nums::values.size();
