@@ -113,3 +113,5 @@
 #include "runtime/loop_runner.cpp"
 #include "backends/cpu/thread_pool.cpp"
 #include "runtime/recycled_array.cpp"
+#include "backends/cpu/isa.cpp"
+#include "backends/cpu/tile_range.cpp"
