@@ -24,6 +24,18 @@
 #include <cstdint>
 #include <string>
 
+/// FLUXION_ISA_CLONES on a leaf loop of plain C++ (no Eigen packets, no multiply-adds: the
+/// clones give its bits) compiles it for baseline, AVX2 (x86-64-v3) and AVX-512 (x86-64-v4); the
+/// loader picks one by CPUID (GCC's target_clones: the clones and their resolver have names of
+/// their own, so no baseline caller is linked to them). The loader's choice: FLUXION_ISA does not
+/// apply. Portable GCC builds of the library only: header-only mode (clang-repl's JIT has no ifunc)
+/// and native builds compile the one version.
+#if defined(FLUXION_ISA_DISPATCH) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define FLUXION_ISA_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define FLUXION_ISA_CLONES
+#endif
+
 namespace fluxion::cpu {
 
 /// The variants, in increasing order of width.
