@@ -1,9 +1,9 @@
 // The run-time dispatched CPU kernels (backends/cpu/isa.hpp): every instruction-set variant this
-// machine supports gives the baseline variant's bits for the values of fused groups run as register
-// programs (with and without multiply-add polynomials: exp, log, tanh), on sizes below, at and
-// past whole tiles, and their sums within the error bound of summation (more lanes add in another
-// order); FLUXION_ISA's names; asking for a variant the CPU lacks is a DeviceError. In a native build
-// the library holds the baseline only, and the cases check that.
+// machine supports gives the baseline variant's bits for fused groups run as register programs
+// (with and without multiply-add polynomials: exp, log, tanh) and for eager elementwise kernels, on
+// sizes below, at and past whole tiles, and the groups' sums within the error bound of summation
+// (more lanes add in another order); FLUXION_ISA's names; a variant the CPU lacks is a DeviceError.
+// A native build holds the baseline variant only, and the cases check that.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -74,7 +74,8 @@ TEST_CASE("isa: FLUXION_ISA's names, and a variant wider than the CPU's is a Dev
     CHECK_THROWS_WITH_AS(cpu::set_isa(cpu::Isa::avx512), doctest::Contains("cannot run here"), fx::DeviceError);
     CHECK(cpu::active_isa() != cpu::Isa::avx512);  // unchanged
   }
-  MESSAGE("this machine runs the ", cpu::isa_name(cpu::supported_isa()), " variant");
+  const std::string note = std::string("this machine runs the ") + cpu::isa_name(cpu::supported_isa()) + " variant";
+  MESSAGE(note);
 }
 
 TEST_CASE("isa: every variant gives the baseline's bits for register programs, sums within the bound") {
@@ -131,6 +132,39 @@ TEST_CASE("isa: every variant gives the baseline's bits for register programs, s
           } else {
             CHECK(std::abs(a - b) <= 2.0 * static_cast<double>(n) * eps * magnitude);
           }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("isa: eager elementwise kernels give the baseline's bits in every variant") {
+  // Eager ops whose primitive has a register-program operation run their whole tiles in the
+  // variant (backends/cpu/elementwise.hpp), the rest in the baseline kernel: below the size that
+  // takes the variant, at it, and past it with a tail; rank-0 operands on either side.
+  IsaGuard guard;
+  for (fx::DType dtype : {fx::f32, fx::f64}) {
+    for (int64_t n : {int64_t(1000), int64_t(1024), int64_t(5003), int64_t(70001)}) {
+      CAPTURE(dtype);
+      CAPTURE(n);
+      std::vector<double> xs = random_tensor({n}, fx::f64, 61).to_vector<double>();
+      const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-310, 88.5, -100.0, 700.0, 3e38};
+      for (size_t i = 0; i < std::size(specials); ++i) xs[i * 5] = specials[i];
+      const fx::Tensor x = fx::lax::convert_element_type(fx::from_vector(xs), dtype);
+      const fx::Tensor y = random_tensor({n}, dtype, 62), s = fx::full({}, 1.75, dtype);
+      auto all_ops = [&] {
+        return std::vector<fx::Tensor>{fx::exp(x), fx::log(x), fx::tanh(x), fx::sqrt(x), -x,    x + y,
+                                       x - y,      x * y,      x / y,       s - x,       x / s, s * y};
+      };
+      cpu::set_isa(cpu::Isa::baseline);
+      const std::vector<fx::Tensor> want = all_ops();
+      for (cpu::Isa isa : runnable_isas()) {
+        CAPTURE(cpu::isa_name(isa));
+        cpu::set_isa(isa);
+        const std::vector<fx::Tensor> got = all_ops();
+        for (size_t k = 0; k < got.size(); ++k) {
+          CAPTURE(k);
+          CHECK_MESSAGE(bit_difference(got[k], want[k]) == "", bit_difference(got[k], want[k]));
         }
       }
     }

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/cpu/lowering.hpp"
+
 /// FLUXION_ISA_CLONES on a leaf loop of plain C++ (no Eigen packets, no multiply-adds: the
 /// clones give its bits) compiles it for baseline, AVX2 (x86-64-v3) and AVX-512 (x86-64-v4); the
 /// loader picks one by CPUID (GCC's target_clones: the clones and their resolver have names of
@@ -54,5 +56,13 @@ Isa active_isa();
 /// Runs the dispatched kernels with `isa` from now on (tests and A/B runs compare the variants in
 /// one process). Throws DeviceError when `isa` is wider than supported_isa().
 void set_isa(Isa isa);
+
+/// Eager elementwise kernels in the variants (backends/cpu/elementwise.hpp): applies `op` (a
+/// register-program operation: unary to a, binary to a and b, where a rank-0 operand, a_scalar or
+/// b_scalar, is one value) to the whole tiles of out[0, n) with the active variant, through the
+/// register programs (tile_range.cpp); returns how many elements it wrote, from the first: 0 with
+/// the baseline variant or under a few thousand elements, whose kernels are the callers' own.
+int64_t dispatched_elementwise(DType dtype, TileOp op, const void* a, bool a_scalar, const void* b, bool b_scalar,
+                               void* out, int64_t n);
 
 }  // namespace fluxion::cpu

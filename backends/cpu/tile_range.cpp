@@ -39,4 +39,37 @@ int64_t run_tile_range(DType dtype, bool uses_madd, const TileInstr* program, in
 #endif
 }
 
+int64_t dispatched_elementwise(DType dtype, TileOp op, const void* a, bool a_scalar, const void* b, bool b_scalar,
+                               void* out, int64_t n) {
+#if defined(FLUXION_ISA_DISPATCH) && !FLUXION_LIGHT_KERNELS
+  // Below this the program's set-up and the tail's kernel call cost more than the wider vectors save.
+  constexpr int64_t kMinElements = 1024;
+  if (n < kMinElements || active_isa() == Isa::baseline || (dtype != f32 && dtype != f64)) return 0;
+  // load a; op (b); store: bases 0, 1 and 2.
+  TileInstr program[3];
+  program[0].kind = TileInstr::load;
+  program[0].source = a_scalar ? TileInstr::scalar : TileInstr::external;
+  program[0].index = 0;
+  program[1].op = op;
+  if (tile_op_arity(op) == 1) {
+    program[1].kind = TileInstr::unary;
+  } else {
+    program[1].kind = TileInstr::binary;
+    program[1].source = b_scalar ? TileInstr::scalar : TileInstr::external;
+    program[1].index = 1;
+  }
+  program[2].kind = TileInstr::store;
+  program[2].index = 2;
+  for (TileInstr& in : program) in.finish();
+  char* bases[3] = {const_cast<char*>(static_cast<const char*>(a)), const_cast<char*>(static_cast<const char*>(b)),
+                    static_cast<char*>(out)};
+  const bool madd = op == TileOp::exp || op == TileOp::log || op == TileOp::tanh;
+  double no_sums[1];
+  return run_tile_range(dtype, madd, program, 3, bases, nullptr, no_sums, 0, 0, n);
+#else
+  (void)dtype, (void)op, (void)a, (void)a_scalar, (void)b, (void)b_scalar, (void)out, (void)n;
+  return 0;
+#endif
+}
+
 }  // namespace fluxion::cpu
