@@ -117,6 +117,7 @@ function(consumer name cuda_compiled)
   # In parallel: the add_subdirectory copy compiles the whole library when ccache cannot serve it
   # (no ccache, or other flags): 268-373 s on the 2-core CI machine.
   run("build (${name})" ${prefix_cmd} ${CMAKE_COMMAND} --build ${dir} --config ${BUILD_TYPE} --parallel ${JOBS})
+  unset(exe)
   find_program(exe consumer PATHS ${dir} ${dir}/${BUILD_TYPE} NO_DEFAULT_PATH NO_CACHE REQUIRED)
   run("running the consumer (${name})" ${prefix_cmd} ${exe})
   message("${run_output}")
@@ -173,10 +174,11 @@ else()
   if(make_program)
     set(dir ${WORK_DIR}/no_build_type)
     file(REMOVE_RECURSE ${dir})
-    list(TRANSFORM args REPLACE "^-DCMAKE_BUILD_TYPE=.*" "-DCMAKE_BUILD_TYPE=")
-    list(FILTER args EXCLUDE REGEX "^-DCMAKE_CXX_FLAGS_|^-DFLUXION_CUDA=")
-    run("configure (no build type)" ${CMAKE_COMMAND} ${args} -G "Unix Makefiles" -DCMAKE_MAKE_PROGRAM=${make_program}
-        -DFLUXION_CUDA=OFF -B ${dir})
+    set(no_type_args ${args})
+    list(TRANSFORM no_type_args REPLACE "^-DCMAKE_BUILD_TYPE=.*" "-DCMAKE_BUILD_TYPE=")
+    list(FILTER no_type_args EXCLUDE REGEX "^-DCMAKE_CXX_FLAGS_|^-DFLUXION_CUDA=")
+    run("configure (no build type)" ${CMAKE_COMMAND} ${no_type_args} -G "Unix Makefiles"
+        -DCMAKE_MAKE_PROGRAM=${make_program} -DFLUXION_CUDA=OFF -B ${dir})
     file(READ ${dir}/fluxion/CMakeFiles/fluxion.dir/flags.make library_flags)
     file(READ ${dir}/CMakeFiles/consumer.dir/flags.make consumer_flags)
     if(NOT run_output MATCHES "sets no CMAKE_BUILD_TYPE" OR NOT library_flags MATCHES "-O3"

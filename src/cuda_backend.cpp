@@ -50,8 +50,9 @@ int device_count() {
 
 std::string unavailable_reason() {
   if (const BackendHooks* h = cuda_backend_detail::hooks()) return h->unavailable_reason();
-  return "Fluxion's CUDA backend is not part of this program (configure Fluxion with -DFLUXION_CUDA=ON on "
-         "a machine with the CUDA toolkit, and link fluxion::cuda: find_package(fluxion COMPONENTS cuda))";
+  return "this program was not compiled with CUDA: Fluxion's CUDA backend (fluxion::cuda) is not linked in "
+         "(build Fluxion with -DFLUXION_CUDA=ON where the CUDA toolkit is, and link fluxion::cuda: "
+         "find_package(fluxion COMPONENTS cuda))";
 }
 
 void synchronize(int index) {
