@@ -28,9 +28,9 @@ endif()
 # directories when both CUDA and MPI are built (MPI bootstraps the NCCL communicators).
 set(FLUXION_WITH_NCCL OFF)
 if(FLUXION_WITH_MPI AND FLUXION_WITH_CUDA)
-  find_path(FLUXION_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(FLUXION_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-  if(FLUXION_NCCL_INCLUDE_DIR AND FLUXION_NCCL_LIBRARY)
+  include(${CMAKE_CURRENT_LIST_DIR}/FluxionFindLibraries.cmake)
+  fluxion_find_nccl(_fluxion_nccl_found)  # fluxion_deps::nccl
+  if(_fluxion_nccl_found)
     set(FLUXION_WITH_NCCL ON)
     message(STATUS "Fluxion: NCCL ${FLUXION_NCCL_LIBRARY}")
   else()

@@ -1,23 +1,15 @@
-// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner (and, in a CUDA build,
-// the CUDA runner of backends/cuda/jit/) is put in its slot
-// when the registry is first used (a self-registering object file would be dropped from the static
-// library by the linker when nothing else in it is referenced).
+// The plan-runner registry: one atomic slot per Backend. The built-in CPU runner is put in its slot
+// when the registry is first used; the CUDA runner comes from the CUDA backend's hooks
+// (backends/cuda/backend_hooks.hpp) when fluxion::cuda is linked, on the first jit on a GPU.
 #include "runtime/backend.hpp"
 
 #include <array>
 #include <atomic>
 
 #include "backends/cpu/plan_runner.hpp"
+#include "backends/cuda/backend_hooks.hpp"
 #include "backends/cuda/kernel_table.hpp"
 #include "fluxion/errors.hpp"
-
-#ifdef FLUXION_WITH_CUDA
-namespace fluxion::cuda::jit {
-// The CUDA runner (backends/cuda/jit/plan_runners.hpp, in the compiled fluxion_cuda library),
-// declared here so that the installed implementation files need no header of that library.
-const runtime::PlanRunner& cuda_plan_runner();
-}  // namespace fluxion::cuda::jit
-#endif
 
 namespace fluxion::runtime {
 
@@ -28,9 +20,6 @@ struct Runners {
   Runners() {
     for (auto& r : slot) r.store(nullptr);
     slot[static_cast<size_t>(Backend::cpu)].store(&cpu::plan_runner());
-#ifdef FLUXION_WITH_CUDA
-    slot[static_cast<size_t>(Backend::cuda)].store(&cuda::jit::cuda_plan_runner());  // backends/cuda/jit/
-#endif
   }
 };
 
@@ -58,14 +47,27 @@ void ensure_kernel_table(Backend backend) {
     static const bool emulated = (cuda::install_emulated_kernels(), true);
     (void)emulated;
   } else if (backend == Backend::cuda) {
-    static const bool device = (cuda::install_cuda_kernels(), true);
+    // Nothing to file without the CUDA backend: eager ops on cuda:N then fail at allocation.
+    static const bool device = [] {
+      if (const cuda::BackendHooks* hooks = cuda::registered_backend()) hooks->install_kernels();
+      return true;
+    }();
     (void)device;
   }
 }
 
 const PlanRunner& plan_runner(Backend backend) {
   ensure_kernel_table(backend);
-  const PlanRunner* runner = backend_detail::runners()[static_cast<size_t>(backend)].load(std::memory_order_acquire);
+  auto& slot = backend_detail::runners()[static_cast<size_t>(backend)];
+  const PlanRunner* runner = slot.load(std::memory_order_acquire);
+  if (!runner && backend == Backend::cuda) {
+    // The CUDA backend's runner, unless set_plan_runner put another one in the slot first.
+    if (const cuda::BackendHooks* hooks = cuda::registered_backend()) {
+      const PlanRunner* expected = nullptr;
+      slot.compare_exchange_strong(expected, &hooks->plan_runner(), std::memory_order_acq_rel);
+      runner = slot.load(std::memory_order_acquire);
+    }
+  }
   if (!runner)
     detail::fail<NotImplementedError>("jit", "no plan runner for the ", backend_name(backend),
                                       " backend. Register one with runtime::set_plan_runner, or jit on the cpu.");

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backends/cuda/backend_impl.hpp"
 #include "fluxion/cuda.hpp"
 #include "fluxion/errors.hpp"
 #include "src/allocator.hpp"
@@ -100,7 +101,10 @@ void check_cusolver(cusolverStatus_t s, const char* where, const char* call) {
   fluxion::detail::fail<DeviceError>(where, call, " failed with cusolverStatus_t ", static_cast<int>(s), ".");
 }
 
-bool compiled() { return true; }
+// The public API's implementations (backend_impl.hpp): the core forwards fluxion::cuda::is_available()
+// and the others here once register_backend.cpp has registered them.
+namespace backend_impl {
+
 bool is_available() { return context_detail::probe().error == cudaSuccess && context_detail::probe().count > 0; }
 int device_count() { return is_available() ? context_detail::probe().count : 0; }
 
@@ -111,9 +115,22 @@ std::string unavailable_reason() {
   return "";
 }
 
+int current_device() {
+  int d = 0;
+  check(cudaGetDevice(&d), "cuda", "cudaGetDevice");
+  return d;
+}
+
+void synchronize(int index) {
+  DeviceContext& c = context(index);
+  check(cudaStreamSynchronize(c.stream), "synchronize", "cudaStreamSynchronize");
+}
+
+}  // namespace backend_impl
+
 void check_device(const char* where, int index) {
-  if (!is_available())
-    fluxion::detail::fail<DeviceError>(where, "cannot use cuda:", index, ": ", unavailable_reason(),
+  if (!backend_impl::is_available())
+    fluxion::detail::fail<DeviceError>(where, "cannot use cuda:", index, ": ", backend_impl::unavailable_reason(),
                                        ". Use fx::Device::cpu(), or run where a GPU and its "
                                        "driver are present.");
   if (index < 0 || index >= context_detail::probe().count)
@@ -125,17 +142,11 @@ void check_device(const char* where, int index) {
                                        " devices Fluxion supports. Restrict CUDA_VISIBLE_DEVICES.");
 }
 
-int current_device() {
-  int d = 0;
-  check(cudaGetDevice(&d), "cuda", "cudaGetDevice");
-  return d;
-}
-
 void make_current(int index) {
-  if (current_device() != index) check(cudaSetDevice(index), "cuda", "cudaSetDevice");
+  if (backend_impl::current_device() != index) check(cudaSetDevice(index), "cuda", "cudaSetDevice");
 }
 
-DeviceScope::DeviceScope(int index) : previous_(current_device()) {
+DeviceScope::DeviceScope(int index) : previous_(backend_impl::current_device()) {
   if (previous_ != index) check(cudaSetDevice(index), "cuda", "cudaSetDevice");
 }
 
@@ -199,11 +210,6 @@ bool tf32_enabled() {
     return env && std::strcmp(env, "1") == 0;
   }();
   return on;
-}
-
-void synchronize(int index) {
-  DeviceContext& c = context(index);
-  check(cudaStreamSynchronize(c.stream), "synchronize", "cudaStreamSynchronize");
 }
 
 }  // namespace fluxion::cuda

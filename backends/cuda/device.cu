@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cuda/context.cuh"
+#include "backends/cuda/backend_impl.hpp"
 #include "fluxion/cuda.hpp"
 #include "fluxion/errors.hpp"
 #include "src/allocator.hpp"
@@ -92,7 +93,8 @@ void copy_between_devices(void* dst, int dst_index, const void* src, int src_ind
 
 }  // namespace device_detail
 
-namespace memory {
+// The public memory API's implementations (backend_impl.hpp), reached through the core's hooks.
+namespace backend_impl::memory {
 
 void* allocate(int index, int64_t nbytes) {
   DeviceContext& c = context(index);  // checks the device
@@ -152,16 +154,16 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, int6
 
 int64_t release_cached() {
   int64_t released = 0;
-  for (int i = 0; i < device_count(); ++i)
+  for (int i = 0; i < backend_impl::device_count(); ++i)
     if (DeviceContext* c = existing_context(i)) released += device_detail::trim(*c);
   return released;
 }
 
-PoolStats stats(int index) {
+cuda::memory::PoolStats stats(int index) {
   const DeviceContext& c = context(index);
   const device_memory::Held h = device_detail::held(c);
   return {h.held, h.live, c.release_threshold};
 }
 
-}  // namespace memory
+}  // namespace backend_impl::memory
 }  // namespace fluxion::cuda

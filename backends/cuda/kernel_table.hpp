@@ -9,7 +9,8 @@ namespace fluxion::cuda {
 
 /// Files the cuda_emulated kernel of every primitive (runtime::ensure_kernel_table calls it once).
 void install_emulated_kernels();
-/// Files the CUDA kernel of every primitive; does nothing in a build without CUDA.
+/// Files the CUDA kernel of every primitive (kernel_table.cu, in fluxion::cuda only; the core reaches it
+/// through the backend hooks: backend_hooks.hpp).
 void install_cuda_kernels();
 
 }  // namespace fluxion::cuda

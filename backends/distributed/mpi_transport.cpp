@@ -1,5 +1,6 @@
 // MpiTransport::run: the local checks, the cross-rank check (mpi_check.cpp), and the payload as one
 // nonblocking MPI collective polled against the deadline.
+#include <atomic>
 #include <climits>
 #include <cstring>
 
@@ -158,13 +159,22 @@ void MpiTransport::run_host(const CollectiveCall& call, uint64_t sequence) {
   }
 }
 
-#ifndef FLUXION_WITH_NCCL
-void nccl_run(NcclChannel*&, MPI_Comm, int, int, const CollectiveCall& call) {
-  detail::fail<DeviceError>(call.op, "collectives on CUDA tensors need NCCL, and this build of Fluxion has none ",
-                            "(it needs the CUDA backend and NCCL from the CUDA toolkit, found at configure time). ",
+namespace nccl_hooks_detail {
+std::atomic<const NcclHooks*> registered{nullptr};  // constant-initialised: safe from static initializers
+}  // namespace nccl_hooks_detail
+
+void register_nccl(const NcclHooks& hooks) { nccl_hooks_detail::registered.store(&hooks, std::memory_order_release); }
+
+void nccl_run(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const CollectiveCall& call) {
+  if (const NcclHooks* hooks = nccl_hooks_detail::registered.load(std::memory_order_acquire))
+    return hooks->run(channel, comm, rank, size, call);
+  detail::fail<DeviceError>(call.op, "collectives on CUDA tensors need NCCL, and this program has none ",
+                            "(Fluxion built with CUDA and NCCL from the CUDA toolkit, and fluxion::cuda linked). ",
                             "Move the tensor to the CPU (fx::device_put) or rebuild with CUDA and NCCL.");
 }
-void nccl_close(NcclChannel*) {}
-#endif
+
+void nccl_close(NcclChannel* channel) {
+  if (const NcclHooks* hooks = nccl_hooks_detail::registered.load(std::memory_order_acquire)) hooks->close(channel);
+}
 
 }  // namespace fluxion::distributed_detail

@@ -75,9 +75,18 @@ class MpiTransport final : public Transport {
   friend struct CheckProtocol;
 };
 
-/// The NCCL half (nccl_transport.cpp when FLUXION_WITH_NCCL, else a DeviceError): runs `call` on
-/// CUDA buffers over the group's NCCL communicator, made through `comm` on first use.
+/// The NCCL half: runs `call` on CUDA buffers over the group's NCCL communicator, made through `comm`
+/// on first use. Implemented by nccl_transport.cpp, which is compiled into fluxion::cuda (so that
+/// fluxion::mpi, linked by the core library, never needs CUDA) and registers itself here before main;
+/// without it, a DeviceError says that this program has no NCCL.
 void nccl_run(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const CollectiveCall& call);
 void nccl_close(NcclChannel* channel);
+
+struct NcclHooks {
+  void (*run)(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const CollectiveCall& call) = nullptr;
+  void (*close)(NcclChannel* channel) = nullptr;
+};
+/// Makes `hooks` (static storage) the NCCL half of this process.
+void register_nccl(const NcclHooks& hooks);
 
 }  // namespace fluxion::distributed_detail

@@ -1,4 +1,4 @@
-// The NCCL half of the MPI transport (compiled when FLUXION_WITH_NCCL): collectives on CUDA tensors
+// The NCCL half of the MPI transport (compiled into fluxion::cuda when FLUXION_WITH_NCCL): collectives on CUDA tensors
 // run over one NCCL communicator per group, bootstrapped through the group's MPI communicator on the
 // first CUDA call, queued on the device's stream, and waited for against the deadline (a rank that
 // stops mid-call is an error after timeout(), and the NCCL communicator is aborted, not a hang).
@@ -68,7 +68,7 @@ struct CurrentDevice {
 
 }  // namespace nccl_detail
 
-void nccl_run(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const CollectiveCall& call) {
+void run_on_nccl(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const CollectiveCall& call) {
   namespace nd = nccl_detail;
   const char* op = call.op;
   const int device = call.device.index;
@@ -154,10 +154,22 @@ void nccl_run(NcclChannel*& channel, MPI_Comm comm, int rank, int size, const Co
   }
 }
 
-void nccl_close(NcclChannel* channel) {
+void close_nccl(NcclChannel* channel) {
   if (!channel) return;
   if (channel->comm && !channel->aborted) ncclCommDestroy(channel->comm);
   delete channel;
 }
 
+namespace nccl_detail {
+// Registered with fluxion::mpi before main (mpi_transport.hpp); fluxion::cuda's link interface keeps
+// this object with -u fluxion_nccl_transport_anchor (backends/distributed/CMakeLists.txt).
+const NcclHooks hooks{&run_on_nccl, &close_nccl};
+struct Registrar {
+  Registrar() { register_nccl(hooks); }
+};
+const Registrar registrar;
+}  // namespace nccl_detail
+
 }  // namespace fluxion::distributed_detail
+
+extern "C" const int fluxion_nccl_transport_anchor = 1;

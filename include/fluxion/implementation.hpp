@@ -3,7 +3,7 @@
 /// that they can share this one translation unit.
 #pragma once
 #include "src/allocator.cpp"
-#include "src/cuda_stub.cpp"
+#include "src/cuda_backend.cpp"
 #include "src/device_put.cpp"
 #include "src/dtype_shape.cpp"
 #include "src/jaxpr_print.cpp"
