@@ -1,21 +1,40 @@
 // The jvp interpreter: each primitive's jvp rule, run under the parent interpreter.
 #include "transforms/jvp.hpp"
 
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
 #include <new>
+#include <sstream>
+#include <string>
 
 namespace fluxion {
 
 // A floating value with a tangent depends on a differentiated input. Read into a C++ number it
-// becomes a constant to the transform, and its derivative is silently dropped (JAX raises
-// ConcretizationTypeError there too). Bool and integer values (comparisons) never carry one.
+// becomes a constant to the transform: right for control flow on values (the eager transforms'
+// promise), silently wrong where the number feeds the result. So the read is allowed and counted,
+// and the first one of the process warns (once: a Newton loop reads on every step). Bool and
+// integer values (comparisons) never carry a tangent.
+namespace jvp_detail {
+std::atomic<int64_t> derivative_dropping_reads{0};
+}  // namespace jvp_detail
+
+int64_t derivative_dropping_reads() { return jvp_detail::derivative_dropping_reads.load(std::memory_order_relaxed); }
+
 FLUXION_REPL_INLINE Tensor JvpTracer::value_for_read(const char* what) const {
   if (tangent_.defined() && is_floating(aval().dtype)) {
-    const char* transform = owner()->transform;
-    detail::fail<ConcretizationError>(
-        what, "reading ", aval(), " as a C++ number under ", transform, " drops its derivative: the number is a ",
-        "constant to ", transform, ", so the result would be silently wrong. Keep computing with Tensors; for ",
-        "control flow compare first, `if ((x > 0).item<bool>())`; to read the value without its derivative on ",
-        "purpose, write fx::stop_gradient(x).", what, "<double>().");
+    const bool first = jvp_detail::derivative_dropping_reads.fetch_add(1, std::memory_order_relaxed) == 0;
+    const char* quiet = std::getenv("FLUXION_WARN_READS");
+    if (first && !(quiet != nullptr && std::string(quiet) == "0")) {
+      const char* transform = owner()->transform;
+      std::ostringstream os;
+      os << "fluxion warning: [" << what << "] reading " << aval() << " as a C++ number under " << transform
+         << " gives its value without its derivative (the number is a constant to " << transform
+         << "). Right for control flow on values; where the number feeds the result, keep computing with "
+         << "Tensors. Write fx::stop_gradient(x)." << what << "<double>() to say the derivative is meant to be "
+         << "dropped. (Shown once per process; FLUXION_WARN_READS=0 hides it.)\n";
+      std::cerr << os.str();
+    }
   }
   return primal_;
 }

@@ -1,6 +1,7 @@
 /// Forward mode: the jvp interpreter carries (primal, tangent) pairs; undefined tangents are
 /// symbolic zeros. Rules run under the parent interpreter.
 #pragma once
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -19,12 +20,19 @@ class JvpTracer final : public TracerImpl {
   const Tensor& tangent() const { return tangent_; }
   /// Under jvp the primal is known: C++ control flow on values works.
   Tensor concrete_value(const char* what) const override { return primal_.concrete(what); }
-  /// The primal, unless this value carries a derivative: a C++ number would drop it (ConcretizationError).
+  /// The primal. When this value carries a derivative the C++ number drops it: counted, and the
+  /// first such read of the process prints a warning (derivative_dropping_reads()).
   Tensor value_for_read(const char* what) const override;
 
  private:
   Tensor primal_, tangent_;
 };
+
+/// How many floating reads (item<double>(), to_vector<float>(), ...) of a value carrying a
+/// derivative this process has made. They are allowed, as DESIGN's eager transforms promise (C++
+/// control flow on values), but the number is a constant to the transform: the first one prints a
+/// warning to stderr naming fx::stop_gradient, unless FLUXION_WARN_READS=0.
+int64_t derivative_dropping_reads();
 
 class JvpInterpreter final : public Interpreter {
  public:

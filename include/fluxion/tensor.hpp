@@ -111,11 +111,13 @@ class Tensor {
   }
   /// This tensor made concrete (a jvp tracer yields its primal); throws like array().
   Tensor concrete(const char* what = "concrete") const;
-  /// This tensor made concrete for item<double>() and to_vector<float>(): as concrete(), but a value
-  /// being differentiated (under grad, jvp, jacfwd...) is a ConcretizationError that names
-  /// fx::stop_gradient, because the C++ number would silently lose its derivative. Values without
-  /// a derivative read fine: comparisons (`(x > 0).item<bool>()`), integers, constants and
-  /// fx::stop_gradient(x); so do reads into integer or bool types (piecewise constant).
+  /// This tensor made concrete for item<double>() and to_vector<float>(): as concrete(). A value
+  /// being differentiated (under grad, jvp, jacfwd...) reads as its value, so C++ control flow on
+  /// values works (`if (x.item<double>() > 0)`, a Newton loop); the C++ number carries no
+  /// derivative, so the first such read of a process prints a warning naming fx::stop_gradient
+  /// (derivative_dropping_reads() in transforms/jvp.hpp counts them; FLUXION_WARN_READS=0 hides it).
+  /// Reads without a derivative to lose never warn: comparisons (`(x > 0).item<bool>()`),
+  /// integers, constants and fx::stop_gradient(x), and reads into integer or bool types.
   Tensor concrete_for_read(const char* what) const;
 
   /// Raw element pointers of a concrete array (kernels and interop). T must match dtype().
@@ -249,7 +251,7 @@ template <class T> T* Tensor::mutable_data() const {
 }
 
 // A read into an integer or bool is piecewise constant in the value, so dropping the derivative is
-// right there (JAX's int(x) works under grad too); a read into a floating type refuses under grad.
+// right there (JAX's int(x) works under grad too); a read into a floating type under grad warns once.
 template <class T> T Tensor::item() const {
   Tensor c = std::is_integral_v<T> ? concrete("item") : concrete_for_read("item");
   if (!c.device().is_cpu()) c = detail::copy_to_host(c);
