@@ -63,7 +63,8 @@ t_start=$SECONDS
 run_suite release build -- -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=ON \
   -DFLUXION_BUILD_BENCHMARKS=ON -DFLUXION_SANITIZE=OFF -DFLUXION_NATIVE=ON
 if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
-  # The packaging and clang-repl tests do not exercise memory safety: they run in the first suite.
+  # The packaging, clang-repl, notebook, Jupyter and compile-error tests do not exercise memory safety:
+  # they run in the first suite (the Jupyter kernel is not built with sanitizers).
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   # -O0 -g1: sanitizer instrumentation at -O3 makes Eigen-heavy files compile ~5x slower, and
@@ -71,7 +72,7 @@ if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
   # The library is shared here: linked statically, every sanitized test executable held its own
   # copy (~235 MB each, 5 GB in all, which filled CI's disk); shared, the build takes about 1 GB.
   # isa_portable checks an optimized library (at -O0 the dispatched files emit their helpers out of line).
-  run_suite asan build-asan -E '^(consumer_|repl_|notebooks|isa_portable)' -- -DCMAKE_BUILD_TYPE=Debug \
+  run_suite asan build-asan -E '^(consumer_|repl_|notebooks|jupyter_|compile_check_|isa_portable)' -- -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF \
     -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON -DFLUXION_NATIVE=OFF
 fi
