@@ -8,5 +8,19 @@
 // Before any header: this translation unit's own copy of Eigen, under a name no other unit uses.
 #define Eigen fluxion_eigen_avx512
 #define FLUXION_ISA_VARIANT avx512  // packet helpers inlined (special_functions.hpp)
-#define FLUXION_ISA_NAMESPACE isa_avx512
-#include "backends/cpu/isa/tile_range_variant.inc"
+#include "backends/cpu/tile_range.hpp"
+
+namespace fluxion::cpu::isa_avx512 {
+
+struct Variant {};
+
+int64_t run_whole_tiles_f32(const TileInstr* program, int count, char* const* bases, void* slots, double* totals,
+                            int n_sums, int64_t e0, int64_t e1) {
+  return run_whole_tiles<float, Variant>(program, count, bases, slots, totals, n_sums, e0, e1);
+}
+int64_t run_whole_tiles_f64(const TileInstr* program, int count, char* const* bases, void* slots, double* totals,
+                            int n_sums, int64_t e0, int64_t e1) {
+  return run_whole_tiles<double, Variant>(program, count, bases, slots, totals, n_sums, e0, e1);
+}
+
+}  // namespace fluxion::cpu::isa_avx512
