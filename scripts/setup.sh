@@ -5,8 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
-# -DFLUXION_NATIVE=ON: this machine's vector ISA everywhere (a build to run here, not to install elsewhere).
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFLUXION_NATIVE=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build --target demo -j"$jobs"
 echo "---- build/examples/demo ----"
 build/examples/demo

@@ -58,10 +58,8 @@ run_suite() {
 }
 
 t_start=$SECONDS
-# Native (-march=native, as bench/RESULTS.md measured); the sanitizer builds below are portable, so
-# that they run the run-time dispatched kernels (backends/cpu/isa.hpp) of an installed library.
 run_suite release build -- -DCMAKE_BUILD_TYPE=Release -DFLUXION_BUILD_TESTS=ON \
-  -DFLUXION_BUILD_BENCHMARKS=ON -DFLUXION_SANITIZE=OFF -DFLUXION_NATIVE=ON
+  -DFLUXION_BUILD_BENCHMARKS=ON -DFLUXION_SANITIZE=OFF
 if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
   # The packaging, clang-repl, notebook, Jupyter and compile-error tests do not exercise memory safety:
   # they run in the first suite (the Jupyter kernel is not built with sanitizers).
@@ -71,10 +69,9 @@ if [[ ${FLUXION_TEST_ASAN:-1} != 0 ]]; then
   # the suites are small. Debug keeps assertions on; CUDA is off (its runtime and ASan disagree).
   # The library is shared here: linked statically, every sanitized test executable held its own
   # copy (~235 MB each, 5 GB in all, which filled CI's disk); shared, the build takes about 1 GB.
-  # isa_portable checks an optimized library (at -O0 the dispatched files emit their helpers out of line).
-  run_suite asan build-asan -E '^(consumer_|repl_|notebooks|jupyter_|compile_check_|isa_portable)' -- -DCMAKE_BUILD_TYPE=Debug \
+  run_suite asan build-asan -E '^(consumer_|repl_|notebooks|jupyter_|compile_check_)' -- -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF \
-    -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON -DFLUXION_NATIVE=OFF
+    -DFLUXION_SANITIZE=ON -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON
 fi
 if [[ ${FLUXION_TEST_TSAN:-1} != 0 ]]; then
   # ThreadSanitizer on the concurrency suite (tests/test_concurrency.cpp: 8 threads calling jit'd
@@ -87,7 +84,7 @@ if [[ ${FLUXION_TEST_TSAN:-1} != 0 ]]; then
   targets=(test_concurrency)
   run_suite tsan build-tsan -R '^test_concurrency' -- -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
     -DFLUXION_BUILD_TESTS=ON -DFLUXION_BUILD_BENCHMARKS=OFF -DFLUXION_BUILD_EXAMPLES=OFF -DFLUXION_SANITIZE=thread \
-    -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON -DFLUXION_NATIVE=OFF
+    -DFLUXION_CUDA=OFF -DBUILD_SHARED_LIBS=ON
   unset targets
 fi
 echo "==== total: $((SECONDS - t_start)) s ===="

@@ -93,7 +93,7 @@ TEST_CASE("jit: elementwise groups of tile forms run as register programs, match
   }
   {
     // A program longer than the interpreter's inline array of handler addresses (64) takes the
-    // array allocated per call instead: a chain of 90 members, on 1 and 2 threads.
+    // per-thread array instead: a chain of 90 members, on 1 and 2 threads.
     auto chain = [](const fx::Tensor& x) {
       fx::Tensor y = x;
       for (int i = 0; i < 30; ++i) y = fx::tanh(y * 1.25 + x) - 0.125 * x;

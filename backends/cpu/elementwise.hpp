@@ -5,8 +5,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "backends/cpu/isa.hpp"
-#include "backends/cpu/lowering.hpp"
 #include "fluxion/primitive.hpp"
 
 namespace fluxion::cpu {
@@ -35,21 +33,6 @@ template <class Op, class A, class B> auto binary_expr(const A& a, const B& b) {
   if constexpr (has_binary_array<Op, A, B>::value) return Op::array(a, b);
   else return a.binaryExpr(b, [](T x, T y) { return Op::scalar(x, y); });
 }
-
-/// The elements of out[0, n) that the run-time chosen instruction-set variant computed, from the
-/// first (backends/cpu/isa.hpp: eager ops whose primitive has a register-program operation, as a
-/// one-operation program, with the same bits as the baseline kernel); 0 in native builds, in
-/// header-only mode and with the baseline variant. A rank-0 operand (a_scalar, b_scalar) is one value.
-template <class Op, class T, class R>
-int64_t dispatched(const T* a, bool a_scalar, const T* b, bool b_scalar, R* out, int64_t n) {
-#if defined(FLUXION_ISA_DISPATCH)
-  if constexpr (std::is_floating_point_v<T> && std::is_same_v<T, R> && tile_op_of<Op>::value != TileOp::none) {
-    return dispatched_elementwise(dtype_of_v<T>, tile_op_of<Op>::value, a, a_scalar, b, b_scalar, out, n);
-  }
-#endif
-  (void)a, (void)a_scalar, (void)b, (void)b_scalar, (void)out, (void)n;
-  return 0;
-}
 }  // namespace elementwise_detail
 
 template <class Op> void unary_kernel(const std::vector<Tensor>& in, const Params&, std::vector<Tensor>& out) {
@@ -58,11 +41,8 @@ template <class Op> void unary_kernel(const std::vector<Tensor>& in, const Param
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
       using R = decltype(Op::scalar(T{}));
       const int64_t n = in[0].size();
-      const int64_t done =
-          elementwise_detail::dispatched<Op, T, R>(in[0].data<T>(), false, nullptr, false, out[0].mutable_data<R>(), n);
-      // The rest (all of it with the baseline variant) here; `done` is whole 64-byte multiples.
-      ArrayMap<T> x(in[0].data<T>() + done, n - done);
-      MutableArrayMap<R> y(out[0].mutable_data<R>() + done, n - done);
+      ArrayMap<T> x(in[0].data<T>(), n);
+      MutableArrayMap<R> y(out[0].mutable_data<R>(), n);
       y = elementwise_detail::unary_expr<Op>(x);
     }
   });
@@ -74,18 +54,16 @@ template <class Op> void binary_kernel(const std::vector<Tensor>& in, const Para
     if constexpr (Op::dtypes.contains(dtype_of_v<T>)) {
       using R = decltype(Op::scalar(T{}, T{}));
       using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-      const int64_t all = out[0].size();
-      const bool a_scalar = in[0].ndim() == 0 && all != 1, b_scalar = in[1].ndim() == 0 && all != 1;
-      const int64_t done = elementwise_detail::dispatched<Op, T, R>(in[0].data<T>(), a_scalar, in[1].data<T>(),
-                                                                    b_scalar, out[0].mutable_data<R>(), all);
-      // The rest (all of it with the baseline variant) here; `done` is whole 64-byte multiples.
-      const int64_t n = all - done;
-      const T* a = in[0].data<T>() + (a_scalar ? 0 : done);
-      const T* b = in[1].data<T>() + (b_scalar ? 0 : done);
-      MutableArrayMap<R> y(out[0].mutable_data<R>() + done, n);
-      if (a_scalar) y = elementwise_detail::binary_expr<Op>(Array::Constant(n, a[0]), ArrayMap<T>(b, n));
-      else if (b_scalar) y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(a, n), Array::Constant(n, b[0]));
-      else y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(a, n), ArrayMap<T>(b, n));
+      const int64_t n = out[0].size();
+      MutableArrayMap<R> y(out[0].mutable_data<R>(), n);
+      const bool a_scalar = in[0].ndim() == 0 && n != 1, b_scalar = in[1].ndim() == 0 && n != 1;
+      if (a_scalar)
+        y = elementwise_detail::binary_expr<Op>(Array::Constant(n, in[0].data<T>()[0]),
+                                                ArrayMap<T>(in[1].data<T>(), n));
+      else if (b_scalar)
+        y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n),
+                                                Array::Constant(n, in[1].data<T>()[0]));
+      else y = elementwise_detail::binary_expr<Op>(ArrayMap<T>(in[0].data<T>(), n), ArrayMap<T>(in[1].data<T>(), n));
     }
   });
 }

@@ -15,7 +15,6 @@
 #include "backends/cpu/row_sums.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "backends/cpu/tile_program_compiler.hpp"
-#include "backends/cpu/tile_range.hpp"
 #include "runtime/switches.hpp"
 #include "transforms/half_kernels.hpp"
 
@@ -169,14 +168,26 @@ void run_fused_range(const Step& step, const FusedLowering& lowering, char* cons
 /// remainder by the block path; full sums are added into `accumulators` as run_fused_range does.
 void run_program_range(const Step& step, const FusedLowering& lowering, char* const* bases, double* scratch,
                        double* accumulators, int64_t e0, int64_t e1) {
-  const int n_sums = static_cast<int>(lowering.tile_sums.size());
-  double totals[kMaxTileSums];
-  const int64_t whole =
-      run_tile_range(lowering.program_dtype, lowering.program_uses_madd, lowering.program.data(),
-                     static_cast<int>(lowering.program.size()), bases, scratch, totals, n_sums, e0, e1);
-  if (whole != e0) {
-    for (int k = 0; k < n_sums; ++k) accumulators[lowering.tile_sums[static_cast<size_t>(k)]] += totals[k];
-  }
+  constexpr int64_t kMaxTile = tile_elements<float>();
+  alignas(64) double sums[kMaxTileSums * kMaxTile];
+  int64_t whole = e0;
+  dispatch_dtype(lowering.program_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T> && !kLightKernels) {
+      constexpr int64_t tile = tile_elements<T>(), lanes = Eigen::internal::packet_traits<T>::size;
+      whole = e0 + (e1 - e0) / tile * tile;
+      if (whole == e0) return;
+      const size_t n_sums = lowering.tile_sums.size();
+      std::fill(sums, sums + n_sums * lanes, kSumStart);
+      run_tile_program<T>(lowering.program.data(), static_cast<int>(lowering.program.size()), bases,
+                          reinterpret_cast<T*>(scratch), sums, e0, whole);
+      for (size_t k = 0; k < n_sums; ++k) {
+        double total = kSumStart;
+        for (int64_t l = 0; l < lanes; ++l) total += sums[k * lanes + l];
+        accumulators[lowering.tile_sums[k]] += total;
+      }
+    }
+  });
   if (whole < e1) run_fused_range(step, lowering, bases, scratch, accumulators, whole, e1);
 }
 

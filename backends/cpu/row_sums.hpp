@@ -7,7 +7,6 @@
 #include <numeric>
 #include <type_traits>
 
-#include "backends/cpu/isa.hpp"
 #include "runtime/plan.hpp"
 
 namespace fluxion::cpu {
@@ -36,9 +35,7 @@ constexpr int64_t kMidSumRow = 16;
 /// loop becomes vector converts and adds (f32 or f64) with kLanes / packet independent add chains.
 /// Long rows (kWideSumRow) take 32 lanes (four scalar sums are not vectorised), rows from
 /// kMidSumRow take 8 (one or two vector adds per step).
-/// Compiled for AVX2 and AVX-512 too in portable builds (FLUXION_ISA_CLONES: the lanes fix the order of
-/// the additions, so every clone gives the same bits).
-template <int kLanes, class T> FLUXION_WIDE_VECTORS FLUXION_ISA_CLONES double lane_sum(const T* p, int64_t n) {
+template <int kLanes, class T> FLUXION_WIDE_VECTORS double lane_sum(const T* p, int64_t n) {
   double s[kLanes];
   std::fill(s, s + kLanes, kSumStart);
   int64_t i = 0;

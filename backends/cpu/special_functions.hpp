@@ -7,21 +7,13 @@
 #include <cstring>
 #include <type_traits>
 
-// A variant translation unit (FLUXION_ISA_VARIANT: backends/cpu/isa.hpp) inlines these into its
-// tagged functions, so that it emits none of them under a name that other translation units share.
-#if defined(FLUXION_ISA_VARIANT)
-#define FLUXION_PACKET_INLINE inline __attribute__((always_inline))
-#else
-#define FLUXION_PACKET_INLINE inline
-#endif
-
 namespace fluxion::cpu {
 
 /// a < b ? if_true : if_false, lane by lane (false where either is NaN). Eigen's AVX-512 pselect
 /// takes its mask as a vector (compare, mask to vector, vector to mask, blend: 4 instructions);
 /// here the compare writes a mask register that the blend reads (2).
-template <class Packet> FLUXION_PACKET_INLINE Packet select_lt(const Packet& a, const Packet& b, const Packet& if_true,
-                                                               const Packet& if_false) {
+template <class Packet>
+inline Packet select_lt(const Packet& a, const Packet& b, const Packet& if_true, const Packet& if_false) {
   namespace ei = Eigen::internal;
 #if defined(EIGEN_VECTORIZE_AVX512)
   // (Compared by size and scalar: the vector types' attributes are dropped in is_same.)
@@ -47,7 +39,7 @@ template <class Packet> FLUXION_PACKET_INLINE Packet select_lt(const Packet& a, 
 /// sums would be garbage, as are those of huge |x| where the shift trick fails; both are
 /// selected away), and the last max passes NaN through (e^x > x for every other x).
 /// About 17 vector instructions against about 30 for Eigen's pexp (its general ldexp).
-template <class Packet> FLUXION_PACKET_INLINE Packet exp_f32(const Packet& x) {
+template <class Packet> Packet exp_f32(const Packet& x) {
   namespace ei = Eigen::internal;
   using PacketI = typename ei::unpacket_traits<Packet>::integer_packet;
   const Packet shift = ei::pset1<Packet>(12582912.0f);  // 1.5 * 2^23
@@ -82,7 +74,7 @@ template <class Packet> FLUXION_PACKET_INLINE Packet exp_f32(const Packet& x) {
 /// contract), above 709.782712893384 inf (both selected away from garbage), NaN passes through the
 /// last max as in exp_f32. About 22 vector instructions without a division: Eigen 3.4's pexp
 /// (a rational approximation) cost 1.8 ns per element here, most of it its divide.
-template <class Packet> FLUXION_PACKET_INLINE Packet exp_f64(const Packet& x) {
+template <class Packet> Packet exp_f64(const Packet& x) {
   namespace ei = Eigen::internal;
   typedef uint64_t Bits __attribute__((vector_size(sizeof(Packet))));  // unsigned: wrapping adds
   const Packet shift = ei::pset1<Packet>(6755399441055744.0);          // 1.5 * 2^52
@@ -117,7 +109,7 @@ template <class Packet> FLUXION_PACKET_INLINE Packet exp_f64(const Packet& x) {
 /// the profile of a fused f32 gradient with tanh; 2.23 -> 2.12 us at 4096 elements, measured:
 /// bench/RESULTS.md). The correction's order keeps
 /// -0 (y - (+0) r = -0) and subnormal quotients exact. Elsewhere a plain division.
-template <class Packet> FLUXION_PACKET_INLINE Packet divide_f32(const Packet& n, const Packet& q) {
+template <class Packet> Packet divide_f32(const Packet& n, const Packet& q) {
 #if defined(EIGEN_VECTORIZE_AVX512)
   if constexpr (sizeof(Packet) == 64) {
     const __m512 r = _mm512_rcp14_ps(q);
@@ -136,7 +128,7 @@ template <class Packet> FLUXION_PACKET_INLINE Packet divide_f32(const Packet& n,
 /// gives x P(0) / 1 = x (P(0) rounds to 1), -0 stays -0, and the clamps keep NaN (pmax and pmin
 /// return their first operand when it is NaN). Eigen's needs 18 on AVX-512, its tiny-x select
 /// going through a vector mask.
-template <class Packet> FLUXION_PACKET_INLINE Packet tanh_f32(const Packet& x0) {
+template <class Packet> Packet tanh_f32(const Packet& x0) {
   namespace ei = Eigen::internal;
   const Packet x = ei::pmin(ei::pmax(x0, ei::pset1<Packet>(-8.6f)), ei::pset1<Packet>(8.6f));
   const Packet z = ei::pmul(x, x);
@@ -161,7 +153,7 @@ template <class Packet> FLUXION_PACKET_INLINE Packet tanh_f32(const Packet& x0) 
 /// tanh x = x (1 - D/A) with D/A <= 0.13 (no division chain, no cancellation). Otherwise
 /// sign(x) (1 - 2 / (exp(2|x|) + 1)). Measured at most 1.83 ulp from a long-double tanh over
 /// 2M arguments (glibc: 2.16); NaN stays NaN, -0 stays -0, ±inf gives ±1.
-template <class Packet> FLUXION_PACKET_INLINE Packet tanh_f64(const Packet& x) {
+template <class Packet> Packet tanh_f64(const Packet& x) {
   namespace ei = Eigen::internal;
   constexpr double kSmall = 0.625;
   constexpr int kLevels = 8;
@@ -185,13 +177,13 @@ template <class Packet> FLUXION_PACKET_INLINE Packet tanh_f64(const Packet& x) {
 /// (f64), a little above where they leave the normal range (-87.34, -708.40): the flush to zero
 /// XLA's CPU backend makes too, while Eigen's pexp scales through subnormal results, each a
 /// microcode assist (bench exp_f64_underflow). NaN stays NaN; ±inf give inf and 0.
-template <class Packet> FLUXION_PACKET_INLINE Packet exp_packet(const Packet& x) {
+template <class Packet> Packet exp_packet(const Packet& x) {
   if constexpr (std::is_same_v<typename Eigen::internal::unpacket_traits<Packet>::type, float>) return exp_f32(x);
   else return exp_f64(x);
 }
 
 /// tanh of a packet: tanh_f32 or tanh_f64.
-template <class Packet> FLUXION_PACKET_INLINE Packet tanh_packet(const Packet& x) {
+template <class Packet> Packet tanh_packet(const Packet& x) {
   if constexpr (std::is_same_v<typename Eigen::internal::unpacket_traits<Packet>::type, float>) return tanh_f32(x);
   else return tanh_f64(x);
 }

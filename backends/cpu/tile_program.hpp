@@ -13,7 +13,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -138,7 +137,7 @@ template <TileOp kOp, bool kReversed, class P> FLUXION_TILE_INLINE P binary_pack
   else return ops::Div::packet(x, y);
 }
 /// Adds the T partial sums of `n` sum instructions into their double sums and clears them.
-template <class T> FLUXION_TILE_INLINE void flush_sums(T* partial, double* sums, int n) {
+template <class T> inline void flush_sums(T* partial, double* sums, int n) {
   constexpr int64_t S = ei::packet_traits<T>::size;
   for (int64_t l = 0; l < n * S; ++l) {
     sums[l] += static_cast<double>(partial[l]);
@@ -222,10 +221,8 @@ inline void contract_negated_products(std::vector<TileInstr>& program) {
 /// tile_elements<T>()); `slots` holds the scratch tiles (64-byte aligned). Sum instruction k adds
 /// its accumulator tile's elements into the S = packet-size double partial sums at sums + k * S
 /// (the tile's four packets added in T, then kSumFlushTiles tiles in T).
-/// `Variant` names the instruction-set variant compiling it (backends/cpu/isa.hpp): each variant's
-/// copy has its own symbol, so the linker never gives one variant's code to another's callers.
-template <class T, class Variant = void> void run_tile_program(const TileInstr* program, int count, char* const* bases,
-                                                               T* slots, double* sums, int64_t e0, int64_t e1) {
+template <class T> void run_tile_program(const TileInstr* program, int count, char* const* bases, T* slots,
+                                         double* sums, int64_t e0, int64_t e1) {
   namespace ei = Eigen::internal;
   namespace td = tile_detail;
   using P = typename ei::packet_traits<T>::type;
@@ -274,12 +271,13 @@ template <class T, class Variant = void> void run_tile_program(const TileInstr* 
   // then two increments and an indirect jump (looking up the code in the table and comparing
   // against the program's end took four more scalar instructions per handler, on the ports the
   // vector instructions use).
-  // Programs longer than the inline array allocate theirs per call (a raw array: no standard-library
-  // instance is emitted here, whose symbol a variant would share with the baseline code: isa.hpp).
-  constexpr int kInlineTargets = 64;
-  const void* inline_targets[kInlineTargets];
-  std::unique_ptr<const void*[]> long_targets(count + 1 > kInlineTargets ? new const void*[count + 1] : nullptr);
-  const void** targets = long_targets ? long_targets.get() : inline_targets;
+  thread_local std::vector<const void*> long_targets;  // programs longer than the inline array
+  const void* inline_targets[64];
+  const void** targets = inline_targets;
+  if (count + 1 > 64) {
+    if (long_targets.size() < static_cast<size_t>(count) + 1) long_targets.resize(static_cast<size_t>(count) + 1);
+    targets = long_targets.data();
+  }
   for (int i = 0; i < count; ++i) targets[i] = handlers[program[i].code];
   targets[count] = &&tile_done;
 #else

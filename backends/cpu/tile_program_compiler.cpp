@@ -7,8 +7,6 @@
 #include <array>
 #include <unordered_map>
 
-#include "backends/cpu/tile_range.hpp"
-
 namespace fluxion::cpu {
 
 void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
@@ -119,8 +117,9 @@ void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
         if (p >= 0 && at > position[static_cast<size_t>(p)] + 1) read_later[static_cast<size_t>(v)] = 1;
       }
     // Scratch tiles for values read later, reused once their last reader has run; each block
-    // slot of the step's scratch holds kBlock / tile elements of them (the widest variant's tiles).
-    const int max_slots = static_cast<int>(std::max<int32_t>(step.scratch_slots, 1) * (kBlock / kWidestTileElements));
+    // slot of the step's scratch holds kBlock / tile elements of them.
+    const int max_slots =
+        static_cast<int>(std::max<int32_t>(step.scratch_slots, 1) * (kBlock / tile_elements<float>()));
     std::vector<int32_t> slot(producer.size(), -1), free_slots;
     int slots = 0;
     int acc = -2;  // the value in the accumulator (-2: none or unnamed)
@@ -230,9 +229,6 @@ void compile_tile_program(const runtime::Step& step, FusedLowering& lowering) {
   lowering.tile_sums = std::move(program_sums);
   lowering.program = std::move(program);
   lowering.program_dtype = dtype;
-  lowering.program_uses_madd = std::any_of(lowering.program.begin(), lowering.program.end(), [](const TileInstr& in) {
-    return in.kind == TileInstr::unary && (in.op == TileOp::exp || in.op == TileOp::log || in.op == TileOp::tanh);
-  });
 }
 
 }  // namespace fluxion::cpu

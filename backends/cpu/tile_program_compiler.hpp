@@ -29,9 +29,6 @@ struct FusedLowering : runtime::StepLowering {
   std::vector<TileInstr> program;
   DType program_dtype = f32;
   std::vector<int64_t> tile_sums;
-  // The program applies exp, log or tanh, whose packet code is a polynomial of multiply-adds: a
-  // variant with FMA would give other bits than the eager kernels (backends/cpu/isa.hpp).
-  bool program_uses_madd = false;
 };
 
 /// Fills `lowering`'s register program for fused step `step`, or leaves it empty when some member

@@ -117,5 +117,3 @@
 #include "src/plot_axes.cpp"
 #include "src/plot.cpp"
 #include "src/plot_heatmap.cpp"
-#include "backends/cpu/isa.cpp"
-#include "backends/cpu/tile_range.cpp"
